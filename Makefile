@@ -1,0 +1,137 @@
+# ringlab — the front door. `make help` lists what you can do.
+#
+# Everything is built under build/ (ignored by git). Parts that need what this machine
+# lacks are skipped with a ✗ line in the banner, never a failed build.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2
+SAN ?=
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -pthread -Icommon -Itui
+
+# ---------------------------------------------------------------- what this machine has
+pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
+HAVE_JANSSON  := $(call pc,jansson)
+HAVE_CHECK    := $(call pc,check)
+HAVE_NCURSES  := $(call pc,ncursesw)
+HAVE_OPENBLAS := $(call pc,openblas)
+HAVE_NVCC     := $(shell command -v nvcc >/dev/null 2>&1 && echo 1)
+NCCL_INC      := $(firstword $(wildcard /usr/local/cuda/include/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h))
+HAVE_NCCL     := $(if $(NCCL_INC),1,)
+HAVE_MPI      := $(shell command -v mpicc >/dev/null 2>&1 && echo 1)
+HAVE_TMUX     := $(shell command -v tmux >/dev/null 2>&1 && echo 1)
+
+CFLAGS := $(CFLAGS_COMMON)
+LDLIBS := -lm -pthread
+ifeq ($(HAVE_JANSSON),1)
+  LDLIBS += $(shell pkg-config --libs jansson)
+endif
+ifeq ($(HAVE_OPENBLAS),1)
+  CFLAGS += -DRL_HAVE_OPENBLAS $(shell pkg-config --cflags-only-I openblas)
+  LDLIBS += $(shell pkg-config --libs openblas)
+endif
+ifeq ($(HAVE_NCURSES),1)
+  CFLAGS += -DRL_HAVE_NCURSES
+  NCURSES_LIBS := $(shell pkg-config --libs ncursesw)
+endif
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+# ---------------------------------------------------------------- sources
+LIB_SRC   := $(wildcard common/*.c)
+CLI_SRC   := $(wildcard common/cli/*.c)
+TUI_SRC   := $(wildcard tui/*.c)
+TEST_SRC  := $(wildcard common/tests/*.c tui/tests/*.c grader/tests/*.c)
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB      := $(BUILD)/libringlab.a
+RINGLAB  := $(BUILD)/ringlab
+TESTBIN  := $(BUILD)/tests/run_tests
+SUITES_H := $(BUILD)/tests/suites.gen.h
+
+.PHONY: all banner deps test test-unit test-asan help clean
+all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),)
+
+ok = $(if $(1),✓,✗)
+banner:
+	@echo "ringlab build — what this machine has:"
+	@echo "  $(call ok,$(HAVE_JANSSON)) JSON library (jansson)   $(if $(HAVE_JANSSON),traces,required: run 'make deps')"
+	@echo "  $(call ok,$(HAVE_CHECK)) Check                      $(if $(HAVE_CHECK),make test and graders,no tests or grading: run 'make deps')"
+	@echo "  $(call ok,$(HAVE_OPENBLAS)) OpenBLAS                   $(if $(HAVE_OPENBLAS),fp32 GEMM,plain C GEMM loop (slower))"
+	@echo "  $(call ok,$(HAVE_NCURSES)) ncurses                    $(if $(HAVE_NCURSES),live TUI,headless renders only)"
+	@echo "  $(call ok,$(HAVE_NVCC)) CUDA (nvcc)                $(if $(HAVE_NVCC),found; the GPU backend is not part of this build yet,CPU only)"
+	@echo "  $(call ok,$(HAVE_NCCL)) NCCL                       $(if $(HAVE_NCCL),$(NCCL_INC),not found)"
+	@echo "  $(call ok,$(HAVE_MPI)) MPI (mpicc)                $(if $(HAVE_MPI),found,not found: launch without mpirun)"
+ifneq ($(HAVE_JANSSON),1)
+	@echo "ringlab needs the jansson JSON library: run 'make deps' (as root) or: apt-get install -y libjansson-dev" >&2
+	@exit 1
+endif
+
+DEPS_PKGS := build-essential pkg-config check libjansson-dev libopenblas-dev libncurses-dev tmux
+deps:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_PKGS); \
+	else \
+	  echo "Run as root, or: sudo apt-get install -y $(DEPS_PKGS)"; \
+	fi
+
+# ---------------------------------------------------------------- compile rules
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tui/term.o: CFLAGS += $(if $(HAVE_NCURSES),$(shell pkg-config --cflags ncursesw),)
+
+$(LIB): $(call obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(RINGLAB): $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB)
+	$(CC) $(CFLAGS) $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB) $(LDLIBS) $(NCURSES_LIBS) -o $@
+
+$(SUITES_H): $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@grep -ho '^Suite \*[a-z0-9_]*_suite(void)' $(TEST_SRC) | sed 's/^Suite \*\(.*\)(void)/RL_SUITE(\1)/' | sort > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/obj/common/tests/run_tests.o: $(SUITES_H)
+$(BUILD)/obj/common/tests/run_tests.o: CFLAGS += -I$(BUILD)/tests
+
+$(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(CLI_SRC)) $(TUI_SRC)) $(LIB)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(CHECK_LIBS) -o $@
+
+# ---------------------------------------------------------------- tests
+# The whole suite: the sanitizer build first, then the normal build (its Check summary
+# is the last line).
+test: banner
+ifneq ($(HAVE_CHECK),1)
+	@echo "make test needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
+endif
+	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-unit
+
+test-unit: $(RINGLAB) $(TESTBIN)
+	@echo "== tests ($(BUILD)) =="
+	RINGLAB_BUILD=$(BUILD) $(TESTBIN)
+
+test-asan:
+	$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  build/asan/ringlab build/asan/tests/run_tests
+	@echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
+	ASAN_OPTIONS=detect_leaks=1 RINGLAB_BUILD=build/asan RL_TEST_QUICK=1 build/asan/tests/run_tests
+
+help:
+	@echo "ringlab — make targets:"
+	@echo "  make              build everything this machine can (prints a ✓/✗ banner)"
+	@echo "  make deps         install the Debian packages the build and tests need (as root)"
+	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
+	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
+	@echo "  make clean        remove build/"
+	@echo "Tools (each with --help): build/ringlab bench COLLECTIVE ..."
+
+clean:
+	rm -rf $(BUILD) build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,412 @@
+/* bench.c — `ringlab bench COLLECTIVE`: the nccl-tests table (size, count, type, redop,
+ * root, then out-of-place and in-place time/algbw/busbw/#wrong) on the chosen backend.
+ * On sim the first table is modelled (virtual) time for --hw; the second is wall time on
+ * this machine, where ranks are threads moving real bytes through shared memory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "ringlab.h"
+
+#define MAX_ROWS 64
+
+typedef struct {
+    int64_t bytes, count;
+    double vtime[2], wtime[2]; /* per call, seconds: [0] out-of-place, [1] in-place */
+    int64_t wrong[2];
+} bench_row;
+
+typedef struct {
+    int kind;          /* rl_coll_kind, or -1 for sendrecv */
+    rl_dtype dtype;
+    rl_redop op;
+    int root;
+    int64_t min_bytes, max_bytes;
+    double factor;
+    int64_t step_bytes;
+    int iters, warmup, check;
+    int nrows;
+    bench_row rows[MAX_ROWS];
+} bench_cfg;
+
+#define KIND_SENDRECV (-1)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ringlab bench COLLECTIVE [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP]\n"
+            "                    [-c 0|1] [-d float|bfloat16] [-o sum|avg|max|min] [-r ROOT] [common options]\n"
+            "COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv sendrecv\n"
+            "  -b, -e     smallest and largest size in bytes (suffixes K, M, G; default 8 and 128M)\n"
+            "  -f, -i     multiply (default 2) or add (-i) between sizes\n"
+            "  -n, -w     timed and warm-up iterations (default 20 and 5)\n"
+            "  -c         check results (#wrong column; default 1)\n"
+            "  -d, -o, -r data type, reduction op, root (as nccl-tests)\n"
+            "Size is the whole buffer as in nccl-tests: for reduce_scatter the input, for all_gather the\n"
+            "output, for all_to_all one rank's buffer. algbw = size / time; busbw = algbw x 2(n-1)/n\n"
+            "(all_reduce), (n-1)/n (reduce_scatter, all_gather, all_to_all), 1 (others); GB/s = 1e9 B/s.\n"
+            "The first table is modelled time on --hw; the second is wall time on this machine.\n\n");
+    rl_opts_usage(f);
+}
+
+static int parse_size(const char *s, int64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1024.0 * 1024 * 1024, end++;
+    if (end == s || *end || v < 0 || v * mul > 64.0 * 1024 * 1024 * 1024)
+        return -1;
+    *out = (int64_t)(v * mul);
+    return 0;
+}
+
+/* The value rank q holds at element i of its send buffer: small integers, so sums are exact
+ * in bf16 too. */
+static float pattern(int q, int64_t i) { return (float)((q * 7 + i) % 5 + 1); }
+
+/* Element counts of send and recv for a size in bytes. */
+static void counts_for(const bench_cfg *b, int n, int64_t bytes, int64_t *send, int64_t *recv)
+{
+    int64_t c = bytes / (int64_t)rl_dtype_size(b->dtype);
+    switch (b->kind) {
+    case RL_COLL_REDUCE_SCATTER: *recv = c / n; *send = *recv * n; break;
+    case RL_COLL_ALL_GATHER: *send = c / n; *recv = *send * n; break;
+    case RL_COLL_ALL_TO_ALL:
+    case RL_COLL_ALL_TO_ALLV: *send = *recv = c / n * n; break;
+    default: *send = *recv = c; break;
+    }
+}
+
+static float reduce_ref(const bench_cfg *b, int n, int64_t i)
+{
+    float acc = pattern(0, i);
+    for (int q = 1; q < n; q++) {
+        float v = pattern(q, i);
+        if (b->op == RL_MAX)
+            acc = v > acc ? v : acc;
+        else if (b->op == RL_MIN)
+            acc = v < acc ? v : acc;
+        else
+            acc += v;
+    }
+    if (b->op == RL_AVG)
+        acc /= (float)n;
+    return acc;
+}
+
+/* Expected value of recv element i on rank r. */
+static float expected(const bench_cfg *b, int n, int r, int64_t i, int64_t send_count, int64_t recv_count)
+{
+    int64_t chunk;
+    switch (b->kind) {
+    case RL_COLL_ALL_REDUCE:
+    case RL_COLL_REDUCE: return reduce_ref(b, n, i);
+    case RL_COLL_REDUCE_SCATTER: return reduce_ref(b, n, (int64_t)r * recv_count + i);
+    case RL_COLL_ALL_GATHER: return pattern((int)(i / send_count), i % send_count);
+    case RL_COLL_BROADCAST: return pattern(b->root, i);
+    case RL_COLL_ALL_TO_ALL:
+    case RL_COLL_ALL_TO_ALLV:
+        chunk = recv_count / n;
+        return pattern((int)(i / chunk), (int64_t)r * chunk + i % chunk);
+    default: return pattern((r + n - 1) % n, i); /* sendrecv: from the left neighbour */
+    }
+}
+
+static void fill_send(rl_tensor *t, const bench_cfg *b, int r)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        rl_tensor_set(t, i, pattern(r, i));
+    (void)b;
+}
+
+static int64_t count_wrong(const bench_cfg *b, int n, int r, const rl_tensor *recv, int64_t sc, int64_t rc)
+{
+    if (b->kind == RL_COLL_REDUCE && r != b->root)
+        return 0;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < recv->numel; i++) {
+        float want = expected(b, n, r, i, sc, rc);
+        if (recv->dtype == RL_BF16)
+            want = rl_round_bf16(want);
+        if (rl_tensor_get(recv, i) != want)
+            wrong++;
+    }
+    return wrong;
+}
+
+static int run_one(rl_comm *comm, const bench_cfg *b, rl_tensor *send, rl_tensor *recv)
+{
+    int n = rl_comm_size(comm), r = rl_comm_rank(comm);
+    rl_work *w = NULL;
+    switch (b->kind) {
+    case RL_COLL_ALL_REDUCE: w = rl_all_reduce(comm, send, recv, b->op, 0); break;
+    case RL_COLL_REDUCE_SCATTER: w = rl_reduce_scatter(comm, send, recv, b->op, 0); break;
+    case RL_COLL_ALL_GATHER: w = rl_all_gather(comm, send, recv, 0); break;
+    case RL_COLL_BROADCAST: w = rl_broadcast(comm, send, recv, b->root, 0); break;
+    case RL_COLL_REDUCE: w = rl_reduce(comm, send, recv, b->op, b->root, 0); break;
+    case RL_COLL_ALL_TO_ALL: w = rl_all_to_all(comm, send, recv, 0); break;
+    case RL_COLL_ALL_TO_ALLV: {
+        int64_t c = send->numel / n, cnt[64], dsp[64];
+        for (int q = 0; q < n; q++) {
+            cnt[q] = c;
+            dsp[q] = c * q;
+        }
+        w = rl_all_to_allv(comm, send, cnt, dsp, recv, cnt, dsp, 0);
+        break;
+    }
+    default: /* sendrecv around the ring */
+        if (n == 1)
+            return rl_tensor_copy(recv, send);
+        rl_group_start(rl_comm_ctx(comm));
+        rl_send(comm, send, (r + 1) % n, 0);
+        rl_recv(comm, recv, (r + n - 1) % n, 0);
+        return rl_group_end(rl_comm_ctx(comm));
+    }
+    return w ? 0 : -1;
+}
+
+static int bench_rank(rl_ctx *ctx, void *arg)
+{
+    bench_cfg *b = arg;
+    rl_comm *world = rl_comm_world(ctx);
+    int n = rl_comm_size(world), r = rl_comm_rank(world);
+    for (int row = 0; row < b->nrows; row++) {
+        bench_row *br = &b->rows[row];
+        int64_t sc, rc;
+        counts_for(b, n, br->bytes, &sc, &rc);
+        rl_tensor *send = rl_tensor_new_1d(ctx, "send", b->dtype, RL_MEM_COMM, sc);
+        rl_tensor *recv = rl_tensor_new_1d(ctx, "recv", b->dtype, RL_MEM_COMM, rc);
+        /* in place: the send buffer is a view into recv, as nccl-tests lays it out */
+        int64_t in_off = b->kind == RL_COLL_ALL_GATHER ? (int64_t)r * sc : 0;
+        rl_tensor *in_send = sc <= rc ? rl_tensor_slice(recv, in_off, sc) : NULL;
+        rl_tensor *in_recv = sc <= rc ? recv : NULL;
+        rl_tensor *big = NULL;
+        if (b->kind == RL_COLL_REDUCE_SCATTER) {
+            /* reduce_scatter in place: recv is chunk r of the send buffer */
+            big = rl_tensor_new_1d(ctx, "inplace", b->dtype, RL_MEM_COMM, sc);
+            in_send = big;
+            in_recv = rl_tensor_slice(big, (int64_t)r * rc, rc);
+        }
+        for (int ip = 0; ip < 2; ip++) {
+            rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;
+            if (!s || !d)
+                continue;
+            for (int it = 0; it < b->warmup; it++) {
+                fill_send(s, b, r);
+                if (run_one(world, b, s, d))
+                    return -1;
+            }
+            if (b->check) {
+                fill_send(s, b, r);
+                if (run_one(world, b, s, d))
+                    return -1;
+                int64_t wrong = count_wrong(b, n, r, d, sc, rc);
+                /* every rank's wrong count ends on rank 0 through an all-reduce */
+                rl_tensor *wt = rl_tensor_new_1d(ctx, "wrong", RL_F32, RL_MEM_OTHER, 1);
+                rl_tensor_set(wt, 0, (float)wrong);
+                rl_all_reduce(world, wt, wt, RL_SUM, 0);
+                if (r == 0)
+                    br->wrong[ip] = (int64_t)rl_tensor_get(wt, 0);
+                rl_tensor_free(wt);
+            }
+            rl_barrier(world, 0);
+            double v0 = rl_stream_time(ctx, RL_STREAM_COMPUTE), w0 = rl_wall_now(ctx);
+            for (int it = 0; it < b->iters; it++)
+                if (run_one(world, b, s, d))
+                    return -1;
+            double v1 = rl_stream_time(ctx, RL_STREAM_COMPUTE);
+            rl_barrier(world, 0);
+            double w1 = rl_wall_now(ctx);
+            if (r == 0) {
+                br->vtime[ip] = (v1 - v0) / b->iters;
+                br->wtime[ip] = (w1 - w0) / b->iters;
+            }
+        }
+        rl_tensor_free(big);
+        if (b->kind == RL_COLL_REDUCE_SCATTER)
+            rl_tensor_free(in_recv);
+        else
+            rl_tensor_free(in_send);
+        rl_tensor_free(send);
+        rl_tensor_free(recv);
+    }
+    return 0;
+}
+
+static void print_table(const bench_cfg *b, int n, int wall)
+{
+    const char *redop[] = { "sum", "avg", "max", "min" };
+    int kind = b->kind == KIND_SENDRECV ? RL_COLL_SEND : b->kind;
+    int has_op = kind == RL_COLL_ALL_REDUCE || kind == RL_COLL_REDUCE_SCATTER || kind == RL_COLL_REDUCE;
+    int has_root = kind == RL_COLL_BROADCAST || kind == RL_COLL_REDUCE;
+    double factor = rl_busbw_factor((rl_coll_kind)kind, n), sum = 0;
+    int samples = 0;
+    printf("#\n#%74s%34s\n", "out-of-place", "in-place");
+    printf("#%12s %13s %9s %6s %6s %10s %7s %7s %6s %10s %7s %7s %6s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+    printf("#%12s %13s %9s %6s %6s %10s %7s %7s %6s %10s %7s %7s %6s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    for (int i = 0; i < b->nrows; i++) {
+        const bench_row *r = &b->rows[i];
+        int64_t sc, rc;
+        counts_for(b, n, r->bytes, &sc, &rc);
+        int64_t size = (b->kind == RL_COLL_REDUCE_SCATTER ? sc : rc) * (int64_t)rl_dtype_size(b->dtype);
+        int64_t count = b->kind == RL_COLL_REDUCE_SCATTER ? rc : (b->kind == RL_COLL_ALL_GATHER ? sc : rc);
+        printf(" %12lld %13lld %9s %6s %6d", (long long)size, (long long)count, rl_dtype_nccl_name(b->dtype),
+               has_op ? redop[b->op] : "none", has_root ? b->root : -1);
+        for (int ip = 0; ip < 2; ip++) {
+            double t = wall ? r->wtime[ip] : r->vtime[ip];
+            double algbw = t > 0 ? (double)size / t / 1e9 : 0, busbw = algbw * factor;
+            printf(" %10.2f %7.2f %7.2f", t * 1e6, algbw, busbw);
+            if (b->check)
+                printf(" %6lld", (long long)r->wrong[ip]);
+            else
+                printf(" %6s", "N/A");
+            sum += busbw;
+            samples++;
+        }
+        printf("\n");
+    }
+    printf("# Out of bounds values : 0 OK\n");
+    printf("# Avg bus bandwidth    : %g \n#\n", samples ? sum / samples : 0.0);
+}
+
+int rl_cmd_bench(int argc, char **argv)
+{
+    rl_opts opts;
+    rl_opts_init(&opts);
+    char err[256];
+    if (rl_opts_parse(&opts, &argc, argv, err, sizeof err)) {
+        fprintf(stderr, "ringlab bench: %s\n", err);
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
+    bench_cfg *b = calloc(1, sizeof *b);
+    b->dtype = RL_F32;
+    b->op = RL_SUM;
+    b->min_bytes = 8;
+    b->max_bytes = 128 << 20;
+    b->factor = 2;
+    b->iters = 20;
+    b->warmup = 5;
+    b->check = 1;
+    b->kind = -2;
+    int rc = RL_EXIT_USAGE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            free(b);
+            return 0;
+        }
+        if (a[0] != '-') {
+            if (b->kind != -2) {
+                fprintf(stderr, "ringlab bench: one collective at a time ('%s' and '%s')\n", argv[i - 1], a);
+                goto bad;
+            }
+            int k = rl_coll_parse(a);
+            if (strcmp(a, "sendrecv") == 0)
+                k = KIND_SENDRECV;
+            else if (k < 0 || k == RL_COLL_SEND || k == RL_COLL_RECV || k == RL_COLL_SPLIT || k == RL_COLL_BARRIER) {
+                fprintf(stderr, "ringlab bench: unknown collective '%s'\n", a);
+                goto bad;
+            }
+            b->kind = k;
+            continue;
+        }
+        if (strlen(a) != 2 || i + 1 >= argc) {
+            fprintf(stderr, "ringlab bench: unknown option '%s'%s\n", a, strlen(a) == 2 ? " (needs a value)" : "");
+            goto bad;
+        }
+        const char *v = argv[++i];
+        char *end;
+        long lv = strtol(v, &end, 10);
+        int is_int = *v && !*end;
+        switch (a[1]) {
+        case 'b': if (parse_size(v, &b->min_bytes)) goto badval; break;
+        case 'e': if (parse_size(v, &b->max_bytes)) goto badval; break;
+        case 'i': if (parse_size(v, &b->step_bytes) || b->step_bytes <= 0) goto badval; break;
+        case 'f':
+            b->factor = strtod(v, &end);
+            if (*end || !(b->factor > 1)) goto badval;
+            break;
+        case 'n': if (!is_int || lv < 1 || lv > 100000) goto badval; b->iters = (int)lv; break;
+        case 'w': if (!is_int || lv < 0 || lv > 100000) goto badval; b->warmup = (int)lv; break;
+        case 'c': if (!is_int || lv < 0 || lv > 1) goto badval; b->check = (int)lv; break;
+        case 'r': if (!is_int || lv < 0) goto badval; b->root = (int)lv; break;
+        case 'd':
+            if (strcmp(v, "float") == 0 || strcmp(v, "f32") == 0) b->dtype = RL_F32;
+            else if (strcmp(v, "bfloat16") == 0 || strcmp(v, "bf16") == 0) b->dtype = RL_BF16;
+            else goto badval;
+            break;
+        case 'o':
+            if (strcmp(v, "sum") == 0) b->op = RL_SUM;
+            else if (strcmp(v, "avg") == 0) b->op = RL_AVG;
+            else if (strcmp(v, "max") == 0) b->op = RL_MAX;
+            else if (strcmp(v, "min") == 0) b->op = RL_MIN;
+            else goto badval;
+            break;
+        default:
+            fprintf(stderr, "ringlab bench: unknown option '%s'\n", a);
+            goto bad;
+        }
+        continue;
+    badval:
+        fprintf(stderr, "ringlab bench: bad value '%s' for %s\n", v, a);
+        goto bad;
+    }
+    if (b->kind == -2) {
+        fprintf(stderr, "ringlab bench: name a collective\n");
+        goto bad;
+    }
+    if (b->min_bytes > b->max_bytes) {
+        fprintf(stderr, "ringlab bench: -b %lld is larger than -e %lld\n", (long long)b->min_bytes,
+                (long long)b->max_bytes);
+        goto bad;
+    }
+    if (b->root >= opts.ranks) {
+        fprintf(stderr, "ringlab bench: root %d does not exist with --ranks %d\n", b->root, opts.ranks);
+        goto bad;
+    }
+    if (opts.ranks > 64 && b->kind == RL_COLL_ALL_TO_ALLV) {
+        fprintf(stderr, "ringlab bench: all_to_allv supports up to 64 ranks\n");
+        goto bad;
+    }
+    for (int64_t s = b->min_bytes; s <= b->max_bytes && b->nrows < MAX_ROWS;) {
+        b->rows[b->nrows++].bytes = s;
+        int64_t next = b->step_bytes ? s + b->step_bytes : (int64_t)((double)s * b->factor);
+        s = next > s ? next : s + 1;
+    }
+    printf("# ringlab bench %s: %d ranks, backend sim, dtype %s\n",
+           b->kind == KIND_SENDRECV ? "sendrecv" : rl_coll_name((rl_coll_kind)b->kind), opts.ranks,
+           rl_dtype_nccl_name(b->dtype));
+    printf("# nIters %d warmup %d check %d\n", b->iters, b->warmup, b->check);
+    printf("# hw %s: %s\n", opts.hw->name, opts.hw->summary);
+    fflush(stdout);
+    int lr = rl_launch(&opts, bench_rank, b, NULL);
+    if (lr) {
+        rc = rl_exit_status(lr);
+        goto out;
+    }
+    printf("#\n# Modelled time on %s (virtual clock of the sim backend, alpha-beta model)\n", opts.hw->name);
+    print_table(b, opts.ranks, 0);
+    printf("#\n# Wall time on this machine (%d rank threads through shared memory)\n", opts.ranks);
+    print_table(b, opts.ranks, 1);
+    rc = 0;
+    for (int i = 0; i < b->nrows; i++)
+        if (b->rows[i].wrong[0] || b->rows[i].wrong[1])
+            rc = RL_EXIT_FAIL;
+    goto out;
+bad:
+    usage(stderr);
+out:
+    free(b);
+    return rc;
+}

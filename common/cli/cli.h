@@ -1,0 +1,9 @@
+/* cli.h — the subcommands of build/ringlab. Each takes argv after its own name and
+ * returns the process exit status. */
+#ifndef RL_CLI_H
+#define RL_CLI_H
+
+/* ringlab bench COLLECTIVE — nccl-tests-style tables on the chosen backend. */
+int rl_cmd_bench(int argc, char **argv);
+
+#endif

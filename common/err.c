@@ -1,0 +1,46 @@
+/* err.c — per-rank error messages. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "internal.h"
+
+int rl_error(rl_ctx *ctx, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (ctx) {
+        vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    } else {
+        fprintf(stderr, "ringlab: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    }
+    va_end(ap);
+    return code;
+}
+
+const char *rl_last_error(const rl_ctx *ctx)
+{
+    return ctx ? ctx->err : "";
+}
+
+void rl_clear_error(rl_ctx *ctx)
+{
+    if (ctx)
+        ctx->err[0] = 0;
+}
+
+const char *rl_status_name(int code)
+{
+    switch (code) {
+    case RL_OK: return "ok";
+    case RL_ERR_ARG: return "bad argument";
+    case RL_ERR_MISMATCH: return "collective mismatch";
+    case RL_ERR_HANG: return "hang (watchdog)";
+    case RL_ERR_ABORTED: return "aborted";
+    case RL_ERR_NOMEM: return "out of memory";
+    case RL_ERR_IO: return "i/o error";
+    case RL_ERR_UNSUPPORTED: return "unsupported";
+    case RL_ERR_NOT_IMPLEMENTED: return "not implemented";
+    default: return "error";
+    }
+}

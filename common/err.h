@@ -1,0 +1,30 @@
+/* err.h — error codes and per-rank error messages. No public function aborts on bad
+ * input: it returns one of these codes (or NULL) and leaves a message saying what went
+ * wrong and how to fix it, readable with rl_last_error(). */
+#ifndef RL_ERR_H
+#define RL_ERR_H
+
+typedef struct rl_ctx rl_ctx;
+
+typedef enum {
+    RL_OK = 0,
+    RL_ERR_ARG = -1,       /* bad argument (shape, count, dtype, option ...) */
+    RL_ERR_MISMATCH = -2,  /* ranks called different collectives at the same seq */
+    RL_ERR_HANG = -3,      /* the watchdog fired: a collective never completed */
+    RL_ERR_ABORTED = -4,   /* the run was stopped because another rank failed */
+    RL_ERR_NOMEM = -5,     /* allocation failed */
+    RL_ERR_IO = -6,        /* file could not be read or written */
+    RL_ERR_UNSUPPORTED = -7, /* not available in this build or on this backend */
+    RL_ERR_NOT_IMPLEMENTED = -8 /* a lab TODO that is not done yet */
+} rl_status;
+
+/* Records a printf-style error message on ctx (may be NULL: then it goes to stderr). */
+int rl_error(rl_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The last error message recorded on this rank ("" if none). */
+const char *rl_last_error(const rl_ctx *ctx);
+/* Clears the last error message of this rank. */
+void rl_clear_error(rl_ctx *ctx);
+/* A short name for a status code ("bad argument", "hang" ...). */
+const char *rl_status_name(int code);
+
+#endif

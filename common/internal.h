@@ -1,0 +1,213 @@
+/* internal.h — runtime internals shared by the runtime's own modules (never included by
+ * labs): the rank context, the world, communicator groups, work items, flight records. */
+#ifndef RL_INTERNAL_H
+#define RL_INTERNAL_H
+#include <pthread.h>
+#include <stdint.h>
+#include "ringlab.h"
+
+#define RL_FLIGHT_N 64   /* flight records kept per rank */
+#define RL_NSLOTS 4      /* collectives of one communicator in flight at once */
+
+struct rl_storage {
+    void *data;
+    int64_t bytes;
+    int refs;
+    rl_device device;
+    rl_mem_cat cat;
+    rl_ctx *ctx;
+};
+
+/* Flight record states. */
+enum { RL_FR_ENQUEUED = 0, RL_FR_STARTED, RL_FR_COMPLETED, RL_FR_FAILED };
+
+typedef struct rl_flight_rec {
+    int64_t id;           /* running number on this rank */
+    int64_t seq;          /* collective seq on its communicator; p2p: -1 */
+    int64_t p2p_seq;      /* p2p: running number on (comm, peer); else -1 */
+    rl_coll_kind kind;
+    int64_t count;        /* elements */
+    rl_dtype dtype;
+    int peer;             /* root for rooted collectives, peer for send/recv, -1 otherwise */
+    char comm[24];
+    int comm_size;
+    int state;
+    double t_enq, t_start, t_end; /* wall seconds */
+} rl_flight_rec;
+
+typedef struct rl_commgroup rl_commgroup;
+typedef struct rl_world rl_world;
+
+/* A point-to-point message waiting in a channel. */
+typedef struct rl_msg {
+    const void *data;
+    int64_t count;
+    rl_dtype dtype;
+    int src, dst;
+    int64_t p2p_seq;
+    double ready_v, end_v;
+    int consumed;
+    int error;
+    struct rl_msg *next;
+} rl_msg;
+
+/* One communicator operation as issued by a rank. */
+typedef struct rl_op_desc {
+    rl_coll_kind kind;
+    rl_comm *comm;
+    int64_t seq;            /* collectives: seq on comm; p2p: -1 */
+    int64_t p2p_seq;
+    const void *send;
+    void *recv;
+    int64_t send_numel, recv_numel;
+    rl_dtype dtype;
+    rl_redop op;
+    int root;               /* root or peer */
+    int64_t *counts;        /* all_to_allv: 4 arrays of n (scounts, sdispls, rcounts, rdispls) */
+    int color, key;         /* comm_split */
+    int sig_delta;          /* mismatch fault: the count this rank claims is off by this */
+    rl_comm *split_out;     /* comm_split result on this rank */
+    rl_msg msg;             /* send: the posted message */
+    int64_t flight;         /* id of the rank's flight record */
+    double end_v;
+} rl_op_desc;
+
+/* A unit of work on a rank's comm stream: one call, or a group of calls. */
+struct rl_work {
+    rl_ctx *ctx;
+    rl_op_desc *ops;
+    int nops, capops;
+    int refs;               /* handles given out (RL_ASYNC calls) + the queue's own */
+    int done;
+    int status;
+    double enq_v;           /* virtual time the data was ready on the issuing stream */
+    double vstart, vend;
+    double t_enq;           /* wall */
+    int tags[RL_NTAGS];
+    char phase;
+    int sentinel;           /* the ctx's static "done" handle */
+    struct rl_work *next;
+};
+
+typedef struct rl_slot {
+    int64_t seq;
+    int in_use;
+    int arrived, mid, left, exited;
+    rl_op_desc **posted;    /* n */
+    double *ready;          /* n */
+    int first;              /* comm rank that posted first */
+    double vstart, vend;
+    void *scratch;
+    int64_t scratch_bytes;
+    int error;
+    rl_commgroup **split_group; /* n */
+    int *split_rank;            /* n */
+} rl_slot;
+
+struct rl_commgroup {
+    char name[24];
+    int n;
+    int *granks;
+    const rl_link *link;
+    rl_algo algo;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rl_slot slots[RL_NSLOTS];
+    rl_msg **chan_head, **chan_tail; /* n*n channels, index src*n+dst */
+    int64_t *chan_seq;               /* next p2p seq per channel (sender side) */
+    rl_world *world;
+    rl_commgroup *next_in_world;
+};
+
+struct rl_comm {
+    rl_ctx *ctx;
+    rl_commgroup *g;
+    int rank;
+    int64_t next_seq;
+    int64_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
+    rl_comm_counters counters;
+    rl_comm *next_in_ctx;
+};
+
+struct rl_world {
+    int n;
+    rl_opts opts;
+    const rl_hw *hw;
+    rl_ctx **ctxs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    volatile int aborted;
+    int abort_code;
+    char abort_msg[2048];
+    double t0;                  /* wall start (CLOCK_MONOTONIC seconds) */
+    rl_commgroup *groups;       /* every group, for teardown */
+    int ranks_done;
+    rl_rank_fn fn;
+    void *fn_arg;
+};
+
+struct rl_ctx {
+    int rank;
+    rl_world *world;
+    rl_comm *world_comm;
+    rl_comm *comms;             /* every handle of this rank, for teardown */
+    double clock[RL_NSTREAMS];
+    rl_stream cur;
+    rl_mem_account mem;
+    rl_trace *trace;
+    pthread_mutex_t trace_mu;
+    int tags[RL_NTAGS];
+    char phase;
+    int step;
+    double step_vstart;
+    char err[1024];
+    /* comm stream */
+    pthread_t worker;
+    int worker_started;
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    rl_work *qhead, *qtail;
+    int worker_stop;
+    /* group calls */
+    int group_depth;
+    rl_work *group_work;
+    int group_sync;
+    /* flight recorder */
+    rl_flight_rec flight[RL_FLIGHT_N];
+    int64_t nflight;
+    rl_work done_work;
+    struct rl_tensor_node *tensors; /* live tensors, freed at teardown */
+    void *user;
+    int thread_done;
+    int is_rank_thread;
+    int status;                 /* the rank function's result */
+};
+
+/* Wall seconds since the epoch of CLOCK_MONOTONIC. */
+double rl_mono_now(void);
+/* The world's abort: records the first reason and wakes everyone. */
+void rl_world_abort(rl_world *w, int code, const char *msg);
+/* Called by a rank thread on a fatal runtime error: ends the thread cleanly. */
+void rl_rank_exit_aborted(rl_ctx *ctx) __attribute__((noreturn));
+/* Creates the world and its rank contexts (with comm-stream workers). */
+rl_world *rl_world_create(const rl_opts *opts);
+/* Stops the workers and frees the world, its contexts, groups and leftover tensors. */
+void rl_world_destroy(rl_world *w);
+/* Makes a communicator group over the given global ranks. */
+rl_commgroup *rl_commgroup_new(rl_world *w, const char *name, const int *granks, int n);
+/* A rank's handle of a group. */
+rl_comm *rl_comm_attach(rl_ctx *ctx, rl_commgroup *g, int rank);
+/* Comm-stream worker thread body. */
+void *rl_comm_worker(void *arg);
+/* Adds a flight record on ctx (ctx->qmu held); returns its id. */
+int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d);
+/* Updates a flight record's state (if it is still kept). */
+void rl_flight_set(rl_ctx *ctx, int64_t id, int state);
+/* Prints every rank's flight records and the verdict; writes JSON when path is set. */
+void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *verdict, int vlen);
+/* Appends an event to the rank's trace (thread-safe; fills rank, tags and phase). */
+void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase);
+/* Frees every tensor still alive on ctx. */
+void rl_tensors_free_all(rl_ctx *ctx);
+
+#endif

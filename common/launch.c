@@ -1,0 +1,537 @@
+/* launch.c — common options, the world of rank threads, rl_launch and its watchdog. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+/* ------------------------------------------------------------------ options */
+
+void rl_opts_init(rl_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ranks = 4;
+    o->backend = RL_BACKEND_SIM;
+    o->hw = rl_hw_default();
+    o->seed = 1;
+    o->timeout_s = 30.0;
+}
+
+void rl_opts_usage(FILE *f)
+{
+    int n;
+    const rl_hw *hw = rl_hw_profiles(&n);
+    fprintf(f,
+            "Common options:\n"
+            "  --ranks N          number of ranks (default 4)\n"
+            "  --backend B        sim (ranks are threads, modelled time; default), cuda (real GPUs),\n"
+            "                     auto (cuda if a GPU is found, else sim)\n"
+            "  --hw PROFILE       hardware the sim backend models (default h100-nvlink):\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "                       %-14s %s\n", hw[i].name, hw[i].summary);
+    fprintf(f,
+            "  --trace FILE       write a Chrome trace (open in Perfetto or `ringlab view FILE`)\n"
+            "  --trace-wall       also write wall-clock times into the trace (then it differs run to run)\n"
+            "  --tui              show the run live in the terminal UI\n"
+            "  --seed N           random seed (default 1)\n"
+            "  --timeout S        watchdog: a collective not done after S seconds ends the run (default 30)\n"
+            "  --fault SPEC       inject a fault (repeatable):\n%s"
+            "  --quiet            no launcher messages\n"
+            "  --help             this help\n",
+            rl_fault_help());
+}
+
+/* Value of option argv[*i] ("--x V" or "--x=V"); advances *i past a separate value. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, char *err, int errlen)
+{
+    size_t len = strlen(name);
+    if (argv[*i][len] == '=')
+        return argv[*i] + len + 1;
+    if (*i + 1 >= argc) {
+        snprintf(err, (size_t)errlen, "%s needs a value", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t len = strlen(name);
+    return strncmp(arg, name, len) == 0 && (arg[len] == 0 || arg[len] == '=');
+}
+
+int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i], *v;
+        long n;
+        if (is_opt(a, "--ranks")) {
+            if (!(v = opt_value(*argc, argv, &i, "--ranks", err, errlen)))
+                return -1;
+            if (parse_long(v, 1, 1024, &n)) {
+                snprintf(err, (size_t)errlen, "--ranks '%s': give a whole number from 1 to 1024", v);
+                return -1;
+            }
+            o->ranks = (int)n;
+        } else if (is_opt(a, "--backend")) {
+            if (!(v = opt_value(*argc, argv, &i, "--backend", err, errlen)))
+                return -1;
+            if (strcmp(v, "sim") == 0)
+                o->backend = RL_BACKEND_SIM;
+            else if (strcmp(v, "cuda") == 0)
+                o->backend = RL_BACKEND_CUDA;
+            else if (strcmp(v, "auto") == 0)
+                o->backend = RL_BACKEND_AUTO;
+            else {
+                snprintf(err, (size_t)errlen, "--backend '%s': use sim, cuda or auto", v);
+                return -1;
+            }
+        } else if (is_opt(a, "--hw")) {
+            if (!(v = opt_value(*argc, argv, &i, "--hw", err, errlen)))
+                return -1;
+            if (!(o->hw = rl_hw_find(v))) {
+                snprintf(err, (size_t)errlen, "--hw '%s': unknown profile (h100-nvlink, a100-pcie, h100-2node-ib)", v);
+                return -1;
+            }
+        } else if (is_opt(a, "--trace")) {
+            if (!(v = opt_value(*argc, argv, &i, "--trace", err, errlen)))
+                return -1;
+            o->trace_path = v;
+        } else if (strcmp(a, "--trace-wall") == 0) {
+            o->trace_wall = 1;
+        } else if (strcmp(a, "--tui") == 0) {
+            o->tui = 1;
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = 1;
+        } else if (is_opt(a, "--seed")) {
+            if (!(v = opt_value(*argc, argv, &i, "--seed", err, errlen)))
+                return -1;
+            if (parse_long(v, 0, 2147483647L, &n)) {
+                snprintf(err, (size_t)errlen, "--seed '%s': give a whole number >= 0", v);
+                return -1;
+            }
+            o->seed = (uint64_t)n;
+        } else if (is_opt(a, "--timeout")) {
+            if (!(v = opt_value(*argc, argv, &i, "--timeout", err, errlen)))
+                return -1;
+            char *end;
+            double t = strtod(v, &end);
+            if (!*v || *end || !(t > 0) || t > 86400) {
+                snprintf(err, (size_t)errlen, "--timeout '%s': give seconds > 0", v);
+                return -1;
+            }
+            o->timeout_s = t;
+        } else if (is_opt(a, "--fault")) {
+            if (!(v = opt_value(*argc, argv, &i, "--fault", err, errlen)))
+                return -1;
+            if (o->nfaults == RL_MAX_FAULTS) {
+                snprintf(err, (size_t)errlen, "--fault: at most %d faults", RL_MAX_FAULTS);
+                return -1;
+            }
+            if (rl_fault_parse(v, &o->faults[o->nfaults], err, errlen))
+                return -1;
+            o->nfaults++;
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ world */
+
+void rl_world_abort(rl_world *w, int code, const char *msg)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->aborted) {
+        w->abort_code = code;
+        snprintf(w->abort_msg, sizeof w->abort_msg, "%s", msg);
+        w->aborted = 1;
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void rank_finished(rl_ctx *ctx)
+{
+    rl_mem_sample_now(ctx);
+    rl_world *w = ctx->world;
+    pthread_mutex_lock(&w->mu);
+    ctx->thread_done = 1;
+    w->ranks_done++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void rl_rank_exit_aborted(rl_ctx *ctx)
+{
+    if (!ctx->is_rank_thread) {
+        fprintf(stderr, "ringlab: %s\n", ctx->world->abort_msg);
+        exit(RL_EXIT_FAIL);
+    }
+    ctx->status = RL_ERR_ABORTED;
+    rank_finished(ctx);
+    pthread_exit(NULL);
+}
+
+rl_world *rl_world_create(const rl_opts *opts)
+{
+    rl_world *w = calloc(1, sizeof *w);
+    w->n = opts->ranks;
+    w->opts = *opts;
+    w->hw = opts->hw ? opts->hw : rl_hw_default();
+    w->ctxs = calloc((size_t)w->n, sizeof *w->ctxs);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->t0 = rl_mono_now();
+    int *granks = malloc((size_t)w->n * sizeof *granks);
+    for (int r = 0; r < w->n; r++)
+        granks[r] = r;
+    rl_commgroup *g = rl_commgroup_new(w, "world", granks, w->n);
+    free(granks);
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = calloc(1, sizeof *c);
+        c->rank = r;
+        c->world = w;
+        c->trace = rl_trace_new(w->n);
+        pthread_mutex_init(&c->trace_mu, NULL);
+        pthread_mutex_init(&c->qmu, NULL);
+        pthread_cond_init(&c->qcv, NULL);
+        for (int t = 0; t < RL_NTAGS; t++)
+            c->tags[t] = -1;
+        c->done_work.sentinel = 1;
+        c->done_work.done = 1;
+        c->done_work.ctx = c;
+        c->world_comm = rl_comm_attach(c, g, r);
+        w->ctxs[r] = c;
+        c->worker_started = pthread_create(&c->worker, NULL, rl_comm_worker, c) == 0;
+    }
+    return w;
+}
+
+static void commgroup_free(rl_commgroup *g)
+{
+    for (int s = 0; s < RL_NSLOTS; s++) {
+        free(g->slots[s].posted);
+        free(g->slots[s].ready);
+        free(g->slots[s].split_group);
+        free(g->slots[s].split_rank);
+        free(g->slots[s].scratch);
+    }
+    free(g->chan_head);
+    free(g->chan_tail);
+    free(g->chan_seq);
+    free(g->granks);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+}
+
+void rl_world_destroy(rl_world *w)
+{
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = w->ctxs[r];
+        pthread_mutex_lock(&c->qmu);
+        c->worker_stop = 1;
+        pthread_cond_broadcast(&c->qcv);
+        pthread_mutex_unlock(&c->qmu);
+    }
+    for (int r = 0; r < w->n; r++)
+        if (w->ctxs[r]->worker_started)
+            pthread_join(w->ctxs[r]->worker, NULL);
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = w->ctxs[r];
+        while (c->comms) {
+            rl_comm *next = c->comms->next_in_ctx;
+            free(c->comms->p2p_send_seq);
+            free(c->comms->p2p_recv_seq);
+            free(c->comms);
+            c->comms = next;
+        }
+        if (c->group_work) {
+            free(c->group_work->ops);
+            free(c->group_work);
+        }
+        rl_tensors_free_all(c);
+        rl_trace_free(c->trace);
+        pthread_mutex_destroy(&c->trace_mu);
+        pthread_mutex_destroy(&c->qmu);
+        pthread_cond_destroy(&c->qcv);
+        free(c);
+    }
+    while (w->groups) {
+        rl_commgroup *next = w->groups->next_in_world;
+        commgroup_free(w->groups);
+        w->groups = next;
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w->ctxs);
+    free(w);
+}
+
+/* ------------------------------------------------------------------ launch */
+
+static void *rank_main(void *arg)
+{
+    rl_ctx *ctx = arg;
+    ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
+    rank_finished(ctx);
+    return NULL;
+}
+
+/* Seconds the oldest unfinished communicator call of any rank has waited (0 if none). */
+static double oldest_wait(rl_world *w)
+{
+    double now = rl_mono_now() - w->t0, worst = 0;
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = w->ctxs[r];
+        pthread_mutex_lock(&c->qmu);
+        int64_t first = c->nflight > RL_FLIGHT_N ? c->nflight - RL_FLIGHT_N : 0;
+        for (int64_t id = first; id < c->nflight; id++) {
+            const rl_flight_rec *f = &c->flight[id % RL_FLIGHT_N];
+            if (f->state == RL_FR_ENQUEUED || f->state == RL_FR_STARTED) {
+                if (now - f->t_enq > worst)
+                    worst = now - f->t_enq;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->qmu);
+    }
+    return worst;
+}
+
+static int queues_empty(rl_world *w)
+{
+    for (int r = 0; r < w->n; r++) {
+        pthread_mutex_lock(&w->ctxs[r]->qmu);
+        int busy = w->ctxs[r]->qhead != NULL;
+        pthread_mutex_unlock(&w->ctxs[r]->qmu);
+        if (busy)
+            return 0;
+    }
+    return 1;
+}
+
+static void fire_watchdog(rl_world *w)
+{
+    char verdict[1024], json_path[1024];
+    const char *jp = NULL;
+    if (w->opts.trace_path) {
+        snprintf(json_path, sizeof json_path, "%s.flight.json", w->opts.trace_path);
+        jp = json_path;
+    }
+    fprintf(stderr, "\nringlab watchdog: a collective did not complete within %.3g s (--timeout %.3g)\n",
+            w->opts.timeout_s, w->opts.timeout_s);
+    rl_flight_report(w, stderr, jp, verdict, sizeof verdict);
+    char msg[1200];
+    snprintf(msg, sizeof msg, "watchdog: %s", verdict);
+    rl_world_abort(w, RL_ERR_HANG, msg);
+}
+
+/* Waits for every rank (and their comm streams) to finish, watching for hangs. */
+static void supervise(rl_world *w)
+{
+    double abort_seen = -1;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        int ranks_done = w->ranks_done == w->n;
+        pthread_mutex_unlock(&w->mu);
+        if (ranks_done && (w->aborted || queues_empty(w)))
+            return;
+        if (!w->aborted && oldest_wait(w) > w->opts.timeout_s)
+            fire_watchdog(w);
+        if (w->aborted) {
+            if (abort_seen < 0)
+                abort_seen = rl_mono_now();
+            else if (rl_mono_now() - abort_seen > 5.0) {
+                fprintf(stderr, "ringlab: ranks did not stop within 5 s after the failure (stuck outside the "
+                                "runtime, e.g. in an endless loop); exiting\n");
+                _exit(rl_exit_status(w->abort_code));
+            }
+        }
+        pthread_mutex_lock(&w->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+}
+
+static rl_trace *collect_trace(rl_world *w)
+{
+    rl_trace *t = rl_trace_new(w->n);
+    snprintf(t->hw, sizeof t->hw, "%s", w->hw->name);
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = w->ctxs[r];
+        rl_trace_merge(t, c->trace);
+        memcpy(t->peak[r], c->mem.peak, sizeof t->peak[r]);
+    }
+    rl_trace *t0 = w->ctxs[0]->trace;
+    for (int i = 0; i < t0->nmeta; i++)
+        rl_trace_set_meta(t, t0->meta_keys[i], t0->meta_vals[i]);
+    t->mesh_ndims = t0->mesh_ndims;
+    memcpy(t->mesh_names, t0->mesh_names, sizeof t->mesh_names);
+    memcpy(t->mesh_sizes, t0->mesh_sizes, sizeof t->mesh_sizes);
+    rl_trace_sort(t);
+    return t;
+}
+
+/* Checks the options against the backend and the hardware profile. */
+static int check_launch(const rl_opts *o)
+{
+    const rl_hw *hw = o->hw ? o->hw : rl_hw_default();
+    if (o->backend == RL_BACKEND_CUDA) {
+        fprintf(stderr, "ringlab: this build has no CUDA backend (nvcc/NCCL were not found when it was "
+                        "built); use --backend sim\n");
+        return RL_ERR_UNSUPPORTED;
+    }
+    if (o->backend == RL_BACKEND_AUTO && !o->quiet)
+        fprintf(stderr, "ringlab: --backend auto: no GPU backend in this build, using sim\n");
+    int max = hw->gpus_per_node * hw->nodes;
+    if (o->ranks < 1 || o->ranks > max) {
+        fprintf(stderr, "ringlab: --ranks %d: the profile %s models %d GPUs (%d node%s of %d); use 1 to %d ranks%s\n",
+                o->ranks, hw->name, max, hw->nodes, hw->nodes > 1 ? "s" : "", hw->gpus_per_node, max,
+                hw->nodes == 1 ? " or --hw h100-2node-ib for 16" : "");
+        return RL_ERR_ARG;
+    }
+    for (int i = 0; i < o->nfaults; i++)
+        if (o->faults[i].rank >= o->ranks) {
+            fprintf(stderr, "ringlab: --fault %s: rank %d does not exist with --ranks %d\n",
+                    rl_fault_kind_name(o->faults[i].kind), o->faults[i].rank, o->ranks);
+            return RL_ERR_ARG;
+        }
+    return 0;
+}
+
+int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace)
+{
+    if (out_trace)
+        *out_trace = NULL;
+    if (!opts || !fn)
+        return rl_error(NULL, RL_ERR_ARG, "rl_launch: options and rank function are required");
+    int rc = check_launch(opts);
+    if (rc)
+        return rc;
+    rl_world *w = rl_world_create(opts);
+    w->fn = fn;
+    w->fn_arg = arg;
+    pthread_t *th = calloc((size_t)w->n, sizeof *th);
+    for (int r = 0; r < w->n; r++) {
+        w->ctxs[r]->is_rank_thread = 1;
+        if (pthread_create(&th[r], NULL, rank_main, w->ctxs[r])) {
+            rl_world_abort(w, RL_ERR_NOMEM, "could not start a rank thread");
+            w->ctxs[r]->thread_done = 1;
+            pthread_mutex_lock(&w->mu);
+            w->ranks_done++;
+            pthread_mutex_unlock(&w->mu);
+            th[r] = 0;
+        }
+    }
+    supervise(w);
+    for (int r = 0; r < w->n; r++)
+        if (th[r])
+            pthread_join(th[r], NULL);
+    free(th);
+
+    int result = 0;
+    if (w->aborted) {
+        result = w->abort_code;
+        fprintf(stderr, "ringlab: %s\n", w->abort_msg);
+    } else {
+        for (int r = 0; r < w->n && !result; r++)
+            if (w->ctxs[r]->status) {
+                result = w->ctxs[r]->status;
+                fprintf(stderr, "ringlab: rank %d failed (%s)%s%s\n", r, rl_status_name(result),
+                        w->ctxs[r]->err[0] ? ": " : "", w->ctxs[r]->err);
+            }
+    }
+    rl_trace *t = collect_trace(w);
+    if (opts->trace_path) {
+        char err[512];
+        if (rl_trace_write_json(t, opts->trace_path, opts->trace_wall, err, sizeof err)) {
+            fprintf(stderr, "ringlab: %s\n", err);
+            if (!result)
+                result = RL_ERR_IO;
+        } else if (!opts->quiet) {
+            fprintf(stderr, "ringlab: trace written to %s (%zu events)\n", opts->trace_path, t->n);
+        }
+    }
+    if (out_trace)
+        *out_trace = t;
+    else
+        rl_trace_free(t);
+    rl_world_destroy(w);
+    return result;
+}
+
+int rl_exit_status(int r)
+{
+    switch (r) {
+    case 0: return RL_EXIT_OK;
+    case RL_ERR_HANG: return RL_EXIT_HANG;
+    case RL_ERR_MISMATCH: return RL_EXIT_MISMATCH;
+    case RL_ERR_ARG: return RL_EXIT_USAGE;
+    default: return RL_EXIT_FAIL;
+    }
+}
+
+/* ------------------------------------------------------------------ context accessors */
+
+int rl_rank(const rl_ctx *ctx) { return ctx->rank; }
+int rl_world_size(const rl_ctx *ctx) { return ctx->world->n; }
+const rl_opts *rl_ctx_opts(const rl_ctx *ctx) { return &ctx->world->opts; }
+const rl_hw *rl_ctx_hw(const rl_ctx *ctx) { return ctx->world->hw; }
+uint64_t rl_ctx_seed(const rl_ctx *ctx) { return ctx->world->opts.seed; }
+rl_mem_account *rl_ctx_mem(rl_ctx *ctx) { return &ctx->mem; }
+rl_trace *rl_ctx_trace(rl_ctx *ctx) { return ctx->trace; }
+void *rl_ctx_user(rl_ctx *ctx) { return ctx->user; }
+void rl_ctx_set_user(rl_ctx *ctx, void *p) { ctx->user = p; }
+
+void rl_ctx_set_meta(rl_ctx *ctx, const char *key, const char *value)
+{
+    if (ctx->rank == 0)
+        rl_trace_set_meta(ctx->trace, key, value);
+}
+
+void rl_ctx_set_mesh(rl_ctx *ctx, int ndims, const char *const *names, const int *sizes)
+{
+    if (ctx->rank == 0)
+        rl_trace_set_mesh(ctx->trace, ndims, names, sizes);
+}
+
+rl_ctx *rl_ctx_new_standalone(const rl_hw *hw, uint64_t seed)
+{
+    rl_opts o;
+    rl_opts_init(&o);
+    o.ranks = 1;
+    o.seed = seed;
+    if (hw)
+        o.hw = hw;
+    return rl_world_create(&o)->ctxs[0];
+}
+
+void rl_ctx_free_standalone(rl_ctx *ctx)
+{
+    if (ctx)
+        rl_world_destroy(ctx->world);
+}

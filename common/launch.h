@@ -1,0 +1,75 @@
+/* launch.h — the launcher: common options of every ringlab program, and rl_launch, which
+ * runs a function on every rank and returns when all have returned (or one failed: then
+ * all are stopped with a report). */
+#ifndef RL_LAUNCH_H
+#define RL_LAUNCH_H
+#include <stdint.h>
+#include <stdio.h>
+#include "cost.h"
+#include "fault.h"
+#include "mem.h"
+#include "trace.h"
+
+typedef struct rl_ctx rl_ctx;
+
+typedef enum { RL_BACKEND_SIM = 0, RL_BACKEND_CUDA, RL_BACKEND_AUTO } rl_backend;
+
+/* Options every lab binary and tool accepts. */
+typedef struct rl_opts {
+    int ranks;               /* --ranks N (default 4) */
+    rl_backend backend;      /* --backend sim|cuda|auto (default sim) */
+    const rl_hw *hw;         /* --hw PROFILE (default h100-nvlink) */
+    const char *trace_path;  /* --trace FILE (NULL: no trace file) */
+    int trace_wall;          /* --trace-wall: also write wall-clock times into the trace */
+    int tui;                 /* --tui */
+    uint64_t seed;           /* --seed N (default 1) */
+    double timeout_s;        /* --timeout S: watchdog limit for one collective (default 30) */
+    int nfaults;
+    rl_fault faults[RL_MAX_FAULTS]; /* --fault SPEC (repeatable) */
+    int quiet;               /* --quiet: no launcher messages */
+} rl_opts;
+
+/* Exit statuses of ringlab programs. */
+enum { RL_EXIT_OK = 0, RL_EXIT_FAIL = 1, RL_EXIT_USAGE = 2, RL_EXIT_HANG = 3, RL_EXIT_MISMATCH = 4 };
+
+/* Default options. */
+void rl_opts_init(rl_opts *o);
+/* Consumes the common options from argv (argc updated, the rest kept in order for the
+ * caller). Returns 0, or -1 with a one-line message in err for a bad option or value. */
+int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen);
+/* Prints the common options' help. */
+void rl_opts_usage(FILE *f);
+
+/* The function every rank runs. Its return value is the rank's status (0 = ok). */
+typedef int (*rl_rank_fn)(rl_ctx *ctx, void *arg);
+
+/* Runs fn on opts->ranks ranks. Returns 0 when every rank returned 0; otherwise the first
+ * error (RL_ERR_HANG after the watchdog fired, RL_ERR_MISMATCH ...), with the report
+ * already printed to stderr. If out_trace is not NULL it receives the merged trace
+ * (caller frees it with rl_trace_free). */
+int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace);
+/* The exit status a program should use for an rl_launch result. */
+int rl_exit_status(int launch_result);
+
+/* Rank context accessors. */
+int rl_rank(const rl_ctx *ctx);
+int rl_world_size(const rl_ctx *ctx);
+const rl_opts *rl_ctx_opts(const rl_ctx *ctx);
+const rl_hw *rl_ctx_hw(const rl_ctx *ctx);
+uint64_t rl_ctx_seed(const rl_ctx *ctx);
+rl_mem_account *rl_ctx_mem(rl_ctx *ctx);
+/* This rank's trace so far (events are appended by the runtime). */
+rl_trace *rl_ctx_trace(rl_ctx *ctx);
+/* A per-rank slot for lab code (e.g. the lab's model state); NULL until set. */
+void *rl_ctx_user(rl_ctx *ctx);
+void rl_ctx_set_user(rl_ctx *ctx, void *p);
+/* Rank 0 only: sets a headline figure written into the trace's metadata. */
+void rl_ctx_set_meta(rl_ctx *ctx, const char *key, const char *value);
+/* Rank 0 only: records the device mesh in the trace (mesh view). */
+void rl_ctx_set_mesh(rl_ctx *ctx, int ndims, const char *const *names, const int *sizes);
+/* A standalone one-rank context (no threads, world of 1) for tools and tests; free it
+ * with rl_ctx_free_standalone. hw may be NULL for the default profile. */
+rl_ctx *rl_ctx_new_standalone(const rl_hw *hw, uint64_t seed);
+void rl_ctx_free_standalone(rl_ctx *ctx);
+
+#endif

@@ -1,0 +1,56 @@
+/* mem.c — per-rank memory account. */
+#include "mem.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char *const cat_names[RL_MEM_NCAT] = {
+    "param", "grad", "optim", "activation", "comm", "other"
+};
+
+const char *rl_mem_cat_name(rl_mem_cat cat)
+{
+    return (cat >= 0 && cat < RL_MEM_NCAT) ? cat_names[cat] : "?";
+}
+
+int rl_mem_cat_parse(const char *name)
+{
+    for (int i = 0; i < RL_MEM_NCAT; i++)
+        if (name && strcmp(name, cat_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void rl_mem_charge(rl_mem_account *acc, rl_mem_cat cat, int64_t bytes)
+{
+    if (!acc || cat < 0 || cat >= RL_MEM_NCAT)
+        return;
+    acc->current[cat] += bytes;
+    acc->current_total += bytes;
+    if (acc->current[cat] > acc->peak[cat])
+        acc->peak[cat] = acc->current[cat];
+    if (acc->current_total > acc->peak_total)
+        acc->peak_total = acc->current_total;
+}
+
+void rl_mem_reset_peaks(rl_mem_account *acc)
+{
+    for (int i = 0; i < RL_MEM_NCAT; i++)
+        acc->peak[i] = acc->current[i];
+    acc->peak_total = acc->current_total;
+}
+
+char *rl_fmt_bytes(double bytes, char *buf, int size)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+    double v = bytes < 0 ? -bytes : bytes;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, (size_t)size, "%s%.0f B", bytes < 0 ? "-" : "", v);
+    else
+        snprintf(buf, (size_t)size, "%s%.2f %s", bytes < 0 ? "-" : "", v, units[u]);
+    return buf;
+}

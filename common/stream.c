@@ -1,0 +1,137 @@
+/* stream.c — virtual clocks of the compute and comm streams, op accounting, tags, steps. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "internal.h"
+
+double rl_mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double rl_wall_now(rl_ctx *ctx)
+{
+    return rl_mono_now() - ctx->world->t0;
+}
+
+double rl_stream_time(rl_ctx *ctx, rl_stream s)
+{
+    if (s == RL_STREAM_COMM) {
+        pthread_mutex_lock(&ctx->qmu);
+        double t = ctx->clock[s];
+        pthread_mutex_unlock(&ctx->qmu);
+        return t;
+    }
+    return ctx->clock[RL_STREAM_COMPUTE];
+}
+
+rl_event rl_event_record(rl_ctx *ctx, rl_stream s)
+{
+    rl_event ev = { s, rl_stream_time(ctx, s) };
+    return ev;
+}
+
+void rl_stream_wait_event(rl_ctx *ctx, rl_stream s, rl_event ev)
+{
+    if (s == RL_STREAM_COMM) {
+        pthread_mutex_lock(&ctx->qmu);
+        if (ev.vtime > ctx->clock[s])
+            ctx->clock[s] = ev.vtime;
+        pthread_mutex_unlock(&ctx->qmu);
+    } else if (ev.vtime > ctx->clock[s]) {
+        ctx->clock[s] = ev.vtime;
+    }
+}
+
+void rl_set_stream(rl_ctx *ctx, rl_stream s) { ctx->cur = s; }
+rl_stream rl_current_stream(rl_ctx *ctx) { return ctx->cur; }
+
+void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase)
+{
+    e->rank = ctx->rank;
+    memcpy(e->tags, tags, sizeof e->tags);
+    e->phase = phase;
+    pthread_mutex_lock(&ctx->trace_mu);
+    rl_trace_add(ctx->trace, e);
+    pthread_mutex_unlock(&ctx->trace_mu);
+}
+
+/* Advances the current stream by dur and records an event for it. */
+static void advance(rl_ctx *ctx, const char *name, rl_cat cat, double dur, double flops,
+                    double bytes, const char *shapes, double wall_start)
+{
+    rl_stream s = ctx->cur;
+    rl_trace_event e;
+    rl_trace_event_init(&e);
+    snprintf(e.name, sizeof e.name, "%s", name);
+    e.stream = s;
+    e.cat = cat;
+    if (s == RL_STREAM_COMM)
+        pthread_mutex_lock(&ctx->qmu);
+    e.vstart = ctx->clock[s];
+    ctx->clock[s] += dur;
+    e.vend = ctx->clock[s];
+    if (s == RL_STREAM_COMM)
+        pthread_mutex_unlock(&ctx->qmu);
+    e.wstart = wall_start;
+    e.wend = rl_wall_now(ctx);
+    e.flops = flops;
+    e.bytes = bytes;
+    e.shapes = (char *)shapes;
+    rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
+}
+
+double rl_compute_record(rl_ctx *ctx, const char *name, rl_dtype dtype, double flops,
+                         double bytes, const char *shapes, double wall_start)
+{
+    double dur = rl_op_time(ctx->world->hw, dtype, flops, bytes);
+    advance(ctx, name, RL_CAT_COMPUTE, dur, flops, bytes, shapes, wall_start);
+    return dur;
+}
+
+void rl_compute_delay(rl_ctx *ctx, const char *name, double seconds)
+{
+    if (seconds > 0)
+        advance(ctx, name, RL_CAT_COMPUTE, seconds, 0, 0, NULL, rl_wall_now(ctx));
+}
+
+void rl_set_tag(rl_ctx *ctx, rl_tag tag, int value)
+{
+    if (tag >= 0 && tag < RL_NTAGS)
+        ctx->tags[tag] = value;
+}
+
+void rl_set_phase(rl_ctx *ctx, char phase) { ctx->phase = phase; }
+
+void rl_step_begin(rl_ctx *ctx, int step)
+{
+    ctx->step = step;
+    ctx->tags[RL_TAG_STEP] = step;
+    ctx->step_vstart = ctx->clock[RL_STREAM_COMPUTE];
+    const rl_opts *o = &ctx->world->opts;
+    for (int i = 0; i < o->nfaults; i++)
+        if (o->faults[i].kind == RL_FAULT_STRAGGLER && o->faults[i].rank == ctx->rank) {
+            rl_stream keep = ctx->cur;
+            ctx->cur = RL_STREAM_COMPUTE;
+            rl_compute_delay(ctx, "straggler (injected)", o->faults[i].ms * 1e-3);
+            ctx->cur = keep;
+        }
+}
+
+double rl_step_end(rl_ctx *ctx)
+{
+    double d = ctx->clock[RL_STREAM_COMPUTE] - ctx->step_vstart;
+    rl_mem_sample_now(ctx);
+    return d;
+}
+
+void rl_mem_sample_now(rl_ctx *ctx)
+{
+    rl_mem_sample m = { .rank = ctx->rank, .vtime = ctx->clock[RL_STREAM_COMPUTE] };
+    memcpy(m.current, ctx->mem.current, sizeof m.current);
+    pthread_mutex_lock(&ctx->trace_mu);
+    rl_trace_add_mem(ctx->trace, &m);
+    pthread_mutex_unlock(&ctx->trace_mu);
+}
