@@ -79,16 +79,19 @@ deps:
 # ---------------------------------------------------------------- compile rules
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC    $<"
+	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/tui/term.o: CFLAGS += $(if $(HAVE_NCURSES),$(shell pkg-config --cflags ncursesw),)
 
 $(LIB): $(call obj,$(LIB_SRC))
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
 
 $(RINGLAB): $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB)
-	$(CC) $(CFLAGS) $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB) $(LDLIBS) $(NCURSES_LIBS) -o $@
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB) $(LDLIBS) $(NCURSES_LIBS) -o $@
 
 $(SUITES_H): $(TEST_SRC)
 	@mkdir -p $(dir $@)
@@ -99,7 +102,8 @@ $(BUILD)/obj/common/tests/run_tests.o: $(SUITES_H)
 $(BUILD)/obj/common/tests/run_tests.o: CFLAGS += -I$(BUILD)/tests
 
 $(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(CLI_SRC)) $(TUI_SRC)) $(LIB)
-	$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(CHECK_LIBS) -o $@
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(CHECK_LIBS) -o $@
 
 # ---------------------------------------------------------------- tests
 # The whole suite: the sanitizer build first, then the normal build (its Check summary

@@ -423,36 +423,96 @@ static int check_launch(const rl_opts *o)
     return 0;
 }
 
-int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace)
+struct rl_run {
+    rl_world *w;
+    pthread_t *threads;
+    pthread_t supervisor;
+    int done;
+    pthread_mutex_t mu;
+};
+
+static void *supervisor_main(void *arg)
+{
+    rl_run *run = arg;
+    supervise(run->w);
+    for (int r = 0; r < run->w->n; r++)
+        if (run->threads[r])
+            pthread_join(run->threads[r], NULL);
+    pthread_mutex_lock(&run->mu);
+    run->done = 1;
+    pthread_mutex_unlock(&run->mu);
+    return NULL;
+}
+
+/* Starts a run; on bad options returns NULL with *rc set and the message printed. */
+static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
+{
+    if (!opts || !fn) {
+        *rc = rl_error(NULL, RL_ERR_ARG, "rl_launch: options and rank function are required");
+        return NULL;
+    }
+    if ((*rc = check_launch(opts)))
+        return NULL;
+    rl_run *run = calloc(1, sizeof *run);
+    rl_world *w = run->w = rl_world_create(opts);
+    pthread_mutex_init(&run->mu, NULL);
+    w->fn = fn;
+    w->fn_arg = arg;
+    run->threads = calloc((size_t)w->n, sizeof *run->threads);
+    for (int r = 0; r < w->n; r++) {
+        w->ctxs[r]->is_rank_thread = 1;
+        if (pthread_create(&run->threads[r], NULL, rank_main, w->ctxs[r])) {
+            rl_world_abort(w, RL_ERR_NOMEM, "could not start a rank thread");
+            pthread_mutex_lock(&w->mu);
+            w->ctxs[r]->thread_done = 1;
+            w->ranks_done++;
+            pthread_mutex_unlock(&w->mu);
+            run->threads[r] = 0;
+        }
+    }
+    pthread_create(&run->supervisor, NULL, supervisor_main, run);
+    return run;
+}
+
+rl_run *rl_launch_async(const rl_opts *opts, rl_rank_fn fn, void *arg)
+{
+    int rc;
+    return start_run(opts, fn, arg, &rc);
+}
+
+rl_trace *rl_run_snapshot(rl_run *run)
+{
+    rl_world *w = run->w;
+    rl_trace *t = rl_trace_new(w->n);
+    snprintf(t->hw, sizeof t->hw, "%s", w->hw->name);
+    for (int r = 0; r < w->n; r++) {
+        rl_ctx *c = w->ctxs[r];
+        pthread_mutex_lock(&c->trace_mu);
+        rl_trace_merge(t, c->trace);
+        memcpy(t->peak[r], c->mem.peak, sizeof t->peak[r]);
+        pthread_mutex_unlock(&c->trace_mu);
+    }
+    rl_trace_sort(t);
+    return t;
+}
+
+int rl_run_done(rl_run *run)
+{
+    pthread_mutex_lock(&run->mu);
+    int d = run->done;
+    pthread_mutex_unlock(&run->mu);
+    return d;
+}
+
+int rl_run_finish(rl_run *run, rl_trace **out_trace)
 {
     if (out_trace)
         *out_trace = NULL;
-    if (!opts || !fn)
-        return rl_error(NULL, RL_ERR_ARG, "rl_launch: options and rank function are required");
-    int rc = check_launch(opts);
-    if (rc)
-        return rc;
-    rl_world *w = rl_world_create(opts);
-    w->fn = fn;
-    w->fn_arg = arg;
-    pthread_t *th = calloc((size_t)w->n, sizeof *th);
-    for (int r = 0; r < w->n; r++) {
-        w->ctxs[r]->is_rank_thread = 1;
-        if (pthread_create(&th[r], NULL, rank_main, w->ctxs[r])) {
-            rl_world_abort(w, RL_ERR_NOMEM, "could not start a rank thread");
-            w->ctxs[r]->thread_done = 1;
-            pthread_mutex_lock(&w->mu);
-            w->ranks_done++;
-            pthread_mutex_unlock(&w->mu);
-            th[r] = 0;
-        }
-    }
-    supervise(w);
-    for (int r = 0; r < w->n; r++)
-        if (th[r])
-            pthread_join(th[r], NULL);
-    free(th);
-
+    if (!run)
+        return RL_ERR_ARG;
+    pthread_join(run->supervisor, NULL);
+    rl_world *w = run->w;
+    const rl_opts *opts = &w->opts;
     int result = 0;
     if (w->aborted) {
         result = w->abort_code;
@@ -481,7 +541,19 @@ int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trac
     else
         rl_trace_free(t);
     rl_world_destroy(w);
+    free(run->threads);
+    pthread_mutex_destroy(&run->mu);
+    free(run);
     return result;
+}
+
+int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace)
+{
+    if (out_trace)
+        *out_trace = NULL;
+    int rc;
+    rl_run *run = start_run(opts, fn, arg, &rc);
+    return run ? rl_run_finish(run, out_trace) : rc;
 }
 
 int rl_exit_status(int r)

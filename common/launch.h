@@ -48,6 +48,16 @@ typedef int (*rl_rank_fn)(rl_ctx *ctx, void *arg);
  * already printed to stderr. If out_trace is not NULL it receives the merged trace
  * (caller frees it with rl_trace_free). */
 int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace);
+/* A launch in progress (for the live TUI): start it, take snapshots, finish it. */
+typedef struct rl_run rl_run;
+/* Starts fn on every rank and returns at once (NULL with a message printed on bad options). */
+rl_run *rl_launch_async(const rl_opts *opts, rl_rank_fn fn, void *arg);
+/* A merged, sorted copy of every rank's trace so far (caller frees it). */
+rl_trace *rl_run_snapshot(rl_run *run);
+/* 1 once every rank has returned (or the run failed). */
+int rl_run_done(rl_run *run);
+/* Waits for the run to end and frees it; returns as rl_launch does. */
+int rl_run_finish(rl_run *run, rl_trace **out_trace);
 /* The exit status a program should use for an rl_launch result. */
 int rl_exit_status(int launch_result);
 
