@@ -185,8 +185,10 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         rl_tensor *recv = rl_tensor_new_1d(ctx, "recv", b->dtype, RL_MEM_COMM, rc);
         /* in place: the send buffer is a view into recv, as nccl-tests lays it out */
         int64_t in_off = b->kind == RL_COLL_ALL_GATHER ? (int64_t)r * sc : 0;
-        rl_tensor *in_send = sc <= rc ? rl_tensor_slice(recv, in_off, sc) : NULL;
-        rl_tensor *in_recv = sc <= rc ? recv : NULL;
+        /* (sendrecv has no in-place form: the buffer would be overwritten while it is sent) */
+        int has_in_place = sc <= rc && b->kind != KIND_SENDRECV;
+        rl_tensor *in_send = has_in_place ? rl_tensor_slice(recv, in_off, sc) : NULL;
+        rl_tensor *in_recv = has_in_place ? recv : NULL;
         rl_tensor *big = NULL;
         if (b->kind == RL_COLL_REDUCE_SCATTER) {
             /* reduce_scatter in place: recv is chunk r of the send buffer */
@@ -262,6 +264,10 @@ static void print_table(const bench_cfg *b, int n, int wall)
         printf(" %12lld %13lld %9s %6s %6d", (long long)size, (long long)count, rl_dtype_nccl_name(b->dtype),
                has_op ? redop[b->op] : "none", has_root ? b->root : -1);
         for (int ip = 0; ip < 2; ip++) {
+            if (ip && b->kind == KIND_SENDRECV) {
+                printf(" %10s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
+                continue;
+            }
             double t = wall ? r->wtime[ip] : r->vtime[ip];
             double algbw = t > 0 ? (double)size / t / 1e9 : 0, busbw = algbw * factor;
             printf(" %10.2f %7.2f %7.2f", t * 1e6, algbw, busbw);

@@ -17,7 +17,7 @@ int main(void)
 #undef RL_SUITE
     if (!sr)
         return 1;
-    srunner_run_all(sr, CK_NORMAL);
+    srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists every test */
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -1,0 +1,292 @@
+/* test_runtime.c — tensors (bf16 rounding, views, memory account), options and faults,
+ * the cost model, trace export/import, and the `ringlab bench` command line. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "ringlab.h"
+#include "testutil.h"
+
+START_TEST(test_bf16_round_to_nearest_even)
+{
+    /* 1 + 2^-8 lies halfway between bf16 1.0 and 1.0078125: ties go to even (1.0) */
+    ck_assert(rl_round_bf16(1.0f + 0x1p-8f) == 1.0f);
+    /* 1 + 3·2^-8 lies halfway between 1.0078125 and 1.015625: even is 1.015625 */
+    ck_assert(rl_round_bf16(1.0f + 3 * 0x1p-8f) == 1.015625f);
+    ck_assert(rl_round_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 1.0078125f); /* above half: up */
+    ck_assert(rl_round_bf16(-2.5f) == -2.5f);
+    ck_assert(isinf(rl_round_bf16(INFINITY)));
+    ck_assert(isnan(rl_round_bf16(NAN)));
+    ck_assert(rl_bf16_to_f32(rl_f32_to_bf16(3.0e38f)) > 2.9e38f);
+}
+END_TEST
+
+START_TEST(test_tensor_views_and_memory_account)
+{
+    rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
+    rl_mem_account *m = rl_ctx_mem(ctx);
+    rl_tensor *p = rl_tensor_new(ctx, "w", RL_BF16, RL_MEM_PARAM, 2, (int64_t[]){ 4, 8 }, "h,4h");
+    ck_assert_int_eq(m->current[RL_MEM_PARAM], 64);
+    rl_tensor *g = rl_tensor_new_1d(ctx, "bucket", RL_F32, RL_MEM_GRAD, 100);
+    ck_assert_int_eq(m->current_total, 464);
+    /* a view shares storage and is not charged */
+    rl_tensor *v = rl_tensor_view(g, "gw", 10, 2, (int64_t[]){ 4, 8 }, "h,4h");
+    ck_assert_int_eq(m->current_total, 464);
+    rl_tensor_set(v, 0, 7.0f);
+    ck_assert(rl_tensor_get(g, 10) == 7.0f);
+    char buf[64];
+    ck_assert_str_eq(rl_tensor_describe(v, buf, sizeof buf), "gw[h=4,4h=8]");
+    /* a view that does not fit is refused with a message */
+    ck_assert_ptr_null(rl_tensor_slice(g, 95, 10));
+    ck_assert_ptr_nonnull(strstr(rl_last_error(ctx), "does not fit"));
+    /* freeing the base keeps the storage alive for the view */
+    rl_tensor_free(g);
+    ck_assert_int_eq(m->current[RL_MEM_GRAD], 400);
+    rl_tensor_free(v);
+    ck_assert_int_eq(m->current[RL_MEM_GRAD], 0);
+    ck_assert_int_eq(m->peak[RL_MEM_GRAD], 400);
+    ck_assert_int_eq(m->peak_total, 464);
+    /* bf16 storage rounds; copy converts */
+    rl_tensor *f = rl_tensor_new_1d(ctx, "f", RL_F32, RL_MEM_OTHER, 32);
+    rl_tensor_fill(f, 1.0f + 0x1p-8f);
+    rl_tensor *pb = rl_tensor_view(p, "pv", 0, 1, (int64_t[]){ 32 }, NULL);
+    ck_assert_int_eq(rl_tensor_copy(pb, f), 0);
+    ck_assert(rl_tensor_get(p, 31) == 1.0f);
+    ck_assert_int_ne(rl_tensor_copy(g == NULL ? f : f, rl_tensor_slice(f, 0, 3)), 0);
+    ck_assert_ptr_null(rl_tensor_new(ctx, "bad", RL_F32, RL_MEM_PARAM, 5, (int64_t[]){ 1, 1, 1, 1, 1 }, NULL));
+    ck_assert_ptr_null(rl_tensor_new(ctx, "neg", RL_F32, RL_MEM_PARAM, 1, (int64_t[]){ -3 }, NULL));
+    rl_ctx_free_standalone(ctx); /* frees what is left, no leak under ASan */
+}
+END_TEST
+
+START_TEST(test_options)
+{
+    rl_opts o;
+    char err[256];
+    char *ok[] = { "prog", "--ranks", "8", "--hw=a100-pcie", "--seed", "7", "--fault", "straggler:rank=1:ms=20",
+                   "extra", "--timeout", "2.5", "--trace", "t.json", NULL };
+    int argc = 13;
+    rl_opts_init(&o);
+    ck_assert_int_eq(rl_opts_parse(&o, &argc, ok, err, sizeof err), 0);
+    ck_assert_int_eq(o.ranks, 8);
+    ck_assert_str_eq(o.hw->name, "a100-pcie");
+    ck_assert_int_eq((int)o.seed, 7);
+    ck_assert_int_eq(o.nfaults, 1);
+    ck_assert(o.faults[0].ms == 20);
+    ck_assert(o.timeout_s == 2.5);
+    ck_assert_int_eq(argc, 2);
+    ck_assert_str_eq(ok[1], "extra");
+    const char *bad[][3] = { { "--ranks", "0", "1 to 1024" }, { "--ranks", "x", "whole number" },
+                             { "--hw", "tpu", "unknown profile" }, { "--backend", "gpu", "sim, cuda or auto" },
+                             { "--fault", "hang:rank=1", "seq=S" }, { "--fault", "boom", "unknown kind" },
+                             { "--timeout", "-1", "seconds" } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = { "prog", (char *)bad[i][0], (char *)bad[i][1], NULL };
+        int c = 3;
+        rl_opts_init(&o);
+        ck_assert_int_eq(rl_opts_parse(&o, &c, argv, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[i][2]), "%s %s: '%s'", bad[i][0], bad[i][1], err);
+    }
+}
+END_TEST
+
+START_TEST(test_cost_model)
+{
+    int n;
+    const rl_hw *p = rl_hw_profiles(&n);
+    ck_assert_int_eq(n, 3);
+    for (int i = 0; i < n; i++)
+        ck_assert(strlen(p[i].source) > 20);
+    const rl_hw *ib = rl_hw_find("h100-2node-ib");
+    int in_node[] = { 0, 3, 7 }, across[] = { 7, 8 };
+    ck_assert_ptr_eq(rl_hw_group_link(ib, in_node, 3), &ib->intra);
+    ck_assert_ptr_eq(rl_hw_group_link(ib, across, 2), &ib->inter);
+    /* tree vs ring latency at 1024 GPUs: 2 log2 n = 20 steps vs 2(n-1) = 2046 */
+    ck_assert(fabs(rl_ab_tree_all_reduce(1024, 0, 1, 1) - 20) < 1e-12);
+    ck_assert(fabs(rl_ab_ring_all_reduce(1024, 0, 1, 1) - 2046) < 1e-12);
+    ck_assert(fabs(rl_busbw_factor(RL_COLL_ALL_REDUCE, 8) - 1.75) < 1e-15);
+    ck_assert(fabs(rl_busbw_factor(RL_COLL_ALL_GATHER, 4) - 0.75) < 1e-15);
+    ck_assert(rl_busbw_factor(RL_COLL_BROADCAST, 4) == 1.0);
+    /* roofline: a large GEMM is compute bound, a copy memory bound, a tiny op at the floor */
+    const rl_hw *h = rl_hw_default();
+    ck_assert(fabs(rl_op_time(h, RL_BF16, 989e12, 0) - 1.0) < 1e-12);
+    ck_assert(fabs(rl_op_time(h, RL_F32, 0, 3.35e12) - 1.0) < 1e-12);
+    ck_assert(rl_op_time(h, RL_F32, 1, 1) == h->op_min_time);
+    ck_assert_int_eq(rl_coll_parse("allreduce"), RL_COLL_ALL_REDUCE);
+    ck_assert_int_eq(rl_coll_parse("all_to_allv"), RL_COLL_ALL_TO_ALLV);
+    ck_assert_int_eq(rl_coll_parse("nope"), -1);
+}
+END_TEST
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(test_trace_roundtrip_and_errors)
+{
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/tmp/rl_rt_%d.json", (int)getpid());
+    rl_trace *t = rl_trace_new(2);
+    rl_trace_event e;
+    rl_trace_event_init(&e);
+    snprintf(e.name, sizeof e.name, "all_reduce");
+    e.rank = 1;
+    e.stream = 1;
+    e.cat = RL_CAT_COMM;
+    e.vstart = 1e-6;
+    e.vend = 3.5e-6;
+    e.bytes = 4096;
+    e.tags[RL_TAG_BUCKET] = 2;
+    e.seq = 9;
+    e.shapes = "g[n=1024]";
+    snprintf(e.comm, sizeof e.comm, "world");
+    rl_trace_add(t, &e);
+    rl_mem_sample m = { .rank = 0, .vtime = 2e-6, .current = { 10, 20, 30, 40, 50, 60 } };
+    rl_trace_add_mem(t, &m);
+    rl_trace_set_mesh(t, 2, (const char *[]){ "dp", "tp" }, (int[]){ 1, 2 });
+    rl_trace_set_meta(t, "step time", "1.5 ms");
+    t->peak[1][RL_MEM_GRAD] = 777;
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace *r = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_int_eq((int)r->n, 1);
+    ck_assert_str_eq(r->ev[0].name, "all_reduce");
+    ck_assert_int_eq(r->ev[0].rank, 1);
+    ck_assert_int_eq(r->ev[0].stream, 1);
+    ck_assert(fabs(r->ev[0].vend - 3.5e-6) < 1e-15);
+    ck_assert_int_eq(r->ev[0].tags[RL_TAG_BUCKET], 2);
+    ck_assert_int_eq((int)r->ev[0].seq, 9);
+    ck_assert_str_eq(r->ev[0].shapes, "g[n=1024]");
+    ck_assert_int_eq((int)r->nmem, 1);
+    ck_assert_int_eq((int)r->mem[0].current[RL_MEM_COMM], 50);
+    ck_assert_int_eq(r->mesh_ndims, 2);
+    ck_assert_str_eq(rl_trace_get_meta(r, "step time"), "1.5 ms");
+    ck_assert_int_eq((int)r->peak[1][RL_MEM_GRAD], 777);
+    rl_trace_free(r);
+    rl_trace_free(t);
+
+    const char *bad[][2] = {
+        { "{\"traceEvents\": [", "line 1" },
+        { "", "line" },
+        { "{\"foo\": 1}", "traceEvents" },
+        { "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": \"soon\"}]}", "ts" },
+        { "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1e300}]}", "ts" },
+        { "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99, \"ts\": 1}], \"ringlab\": {\"ranks\": 2}}", "pid" },
+        { "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 2, \"mesh\": {\"dims\": [\"dp\"], \"sizes\": [3]}}}", "mesh" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(path, bad[i][0]);
+        r = rl_trace_read_json(path, err, sizeof err);
+        ck_assert_msg(r == NULL, "accepted: %s", bad[i][0]);
+        ck_assert_msg(strstr(err, bad[i][1]), "case %zu: '%s'", i, err);
+    }
+    ck_assert_ptr_null(rl_trace_read_json("/nonexistent/x.json", err, sizeof err));
+    unlink(path);
+}
+END_TEST
+
+/* Runs `ringlab ARGS`, returns the exit status and the output (stdout+stderr). */
+static int run_ringlab(const char *args, char *out, size_t size)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1", rl_test_build(), args);
+    FILE *p = popen(cmd, "r");
+    size_t k = fread(out, 1, size - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_bench_cli)
+{
+    static char out[65536];
+    /* acceptance: one row per size, #wrong 0, busbw/algbw = 2(n-1)/n, busbw near 450 GB/s at 128M */
+    int quick = rl_test_quick(); /* under the sanitizers: up to 8M only */
+    ck_assert_int_eq(run_ringlab(quick ? "bench all_reduce --ranks 8 --hw h100-nvlink -b 8 -e 8M -f 16 -n 1 -w 0"
+                                       : "bench all_reduce --ranks 8 --hw h100-nvlink -b 8 -e 128M -f 16 -n 1 -w 0",
+                                 out, sizeof out), 0);
+    int rows = 0;
+    double last_bus = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        long long size, count;
+        char type[16], op[16];
+        int root, w1, w2;
+        double t1, a1, b1, t2, a2, b2;
+        if (sscanf(line, " %lld %lld %15s %15s %d %lf %lf %lf %d %lf %lf %lf %d", &size, &count, type, op, &root,
+                   &t1, &a1, &b1, &w1, &t2, &a2, &b2, &w2) != 13)
+            continue;
+        rows++;
+        ck_assert_int_eq(w1, 0);
+        ck_assert_int_eq(w2, 0);
+        if (a1 > 1)
+            ck_assert_msg(fabs(b1 / a1 - 1.75) < 0.01, "busbw/algbw %.3f", b1 / a1);
+        if (rows == 7) /* the modelled table's last row: 128 MiB (8 MiB when quick) */
+            last_bus = b1;
+    }
+    ck_assert_int_eq(rows, quick ? 12 : 14); /* 8 B to 128 MiB by 16x: 7 sizes, modelled and wall tables */
+    if (!quick)
+        ck_assert_msg(last_bus > 400 && last_bus < 450, "busbw at 128M: %.1f", last_bus);
+    /* every collective runs and checks clean on 3 ranks, bf16 too */
+    const char *colls[] = { "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
+                            "all_to_allv", "sendrecv" };
+    for (size_t i = 0; i < sizeof colls / sizeof colls[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "bench %s --ranks 3 -b 1K -e 64K -f 8 -n 2 -w 1 -d bfloat16 -r 2", colls[i]);
+        ck_assert_msg(run_ringlab(args, out, sizeof out) == 0, "%s: %s", colls[i], out);
+    }
+    /* bad usage: one line saying what is wrong, and exit 2 */
+    ck_assert_int_eq(run_ringlab("bench all_reduce --ranks 0", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--ranks '0'"));
+    ck_assert_int_eq(run_ringlab("bench warp_reduce", out, sizeof out), 2);
+    ck_assert_int_eq(run_ringlab("bench all_reduce -b 1M -e 1K", out, sizeof out), 2);
+    ck_assert_int_eq(run_ringlab("bench all_reduce --ranks 9", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "h100-2node-ib"));
+    ck_assert_int_eq(run_ringlab("nosuchcommand", out, sizeof out), 2);
+    /* the CUDA backend is refused clearly in this build; auto falls back to sim */
+    ck_assert_int_ne(run_ringlab("bench all_reduce --backend cuda -b 8 -e 8", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "use --backend sim"));
+    ck_assert_int_eq(run_ringlab("bench all_reduce --backend auto -b 8 -e 8 -n 1 -w 0", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "using sim"));
+}
+END_TEST
+
+START_TEST(test_bench_hang_acceptance)
+{
+    static char out[65536];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int st = run_ringlab("bench all_reduce --ranks 4 --fault hang:rank=2:seq=3 --timeout 2 -b 1K -e 1K", out,
+                         sizeof out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    ck_assert_int_eq(st, RL_EXIT_HANG);
+    ck_assert_msg(secs < 2 + 2.0, "took %.1f s", secs);
+    ck_assert_ptr_nonnull(strstr(out, "rank 2"));
+    ck_assert_ptr_nonnull(strstr(out, "seq 3"));
+}
+END_TEST
+
+Suite *runtime_suite(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_bf16_round_to_nearest_even);
+    tcase_add_test(tc, test_tensor_views_and_memory_account);
+    tcase_add_test(tc, test_options);
+    tcase_add_test(tc, test_cost_model);
+    tcase_add_test(tc, test_trace_roundtrip_and_errors);
+    suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("bench_cli");
+    tcase_set_timeout(cli, 120);
+    tcase_add_test(cli, test_bench_cli);
+    tcase_add_test(cli, test_bench_hang_acceptance);
+    suite_add_tcase(s, cli);
+    return s;
+}
