@@ -5,5 +5,7 @@
 
 /* ringlab bench COLLECTIVE — nccl-tests-style tables on the chosen backend. */
 int rl_cmd_bench(int argc, char **argv);
+/* ringlab calc TOPIC — the course's cost calculators (common/calc.h). */
+int rl_cmd_calc(int argc, char **argv);
 
 #endif
