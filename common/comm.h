@@ -38,7 +38,7 @@ rl_ctx *rl_comm_ctx(const rl_comm *comm);
 /* Collective over parent: ranks with the same color form a new communicator, ordered by
  * (key, parent rank). Returns NULL for color RL_COLOR_NONE (and on error). */
 rl_comm *rl_comm_split(rl_comm *parent, int color, int key);
-/* Releases this rank's handle of a communicator made by rl_comm_split. */
+/* Releases a communicator made by rl_comm_split (optional: every handle is released when the run ends). */
 void rl_comm_free(rl_comm *comm);
 /* This rank's counters on comm. */
 const rl_comm_counters *rl_comm_get_counters(const rl_comm *comm);

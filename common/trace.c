@@ -130,7 +130,7 @@ static int mem_cmp(const void *pa, const void *pb)
         return a->rank < b->rank ? -1 : 1;
     if (a->vtime != b->vtime)
         return a->vtime < b->vtime ? -1 : 1;
-    return 0;
+    return memcmp(a->current, b->current, sizeof a->current);
 }
 
 void rl_trace_sort(rl_trace *t)

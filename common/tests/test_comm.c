@@ -538,10 +538,21 @@ START_TEST(test_watchdog_names_rank_and_seq)
     char err[128];
     ck_assert_int_eq(rl_fault_parse("hang:rank=2:seq=3", &o.faults[0], err, sizeof err), 0);
     o.nfaults = 1;
+    char trace[64], flight[80];
+    snprintf(trace, sizeof trace, "/tmp/rl_hang_%d.json", (int)getpid());
+    snprintf(flight, sizeof flight, "%s.flight.json", trace);
+    o.trace_path = trace;
     int threads = count_threads();
     double secs;
     int rc = launch_capturing(&o, hang_rank, out, sizeof out, &secs);
     ck_assert_int_eq(rc, RL_ERR_HANG);
+    /* with --trace, the flight records are also written as JSON beside the trace */
+    long len;
+    char *json = slurp(flight, &len);
+    ck_assert_msg(json && strstr(json, "\"verdict\"") && strstr(json, "never called it"), "no flight JSON");
+    free(json);
+    unlink(flight);
+    unlink(trace);
     ck_assert_msg(secs < o.timeout_s + 2.0, "watchdog took %.2f s", secs);
     ck_assert_msg(strstr(out, "rank 2 (last completed seq 2) never called it") && strstr(out, "seq 3"),
                   "unexpected report: %s", out);
