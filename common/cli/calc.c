@@ -188,7 +188,7 @@ static const char *hcount(char *buf, size_t n, double c)
 
 static int emit_json(json_t *j)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    char *s = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (!s)
         return RL_EXIT_FAIL;
