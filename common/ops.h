@@ -68,6 +68,13 @@ int rl_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, in
 /* dtable[ids[r],:] += dout[r,:] for every row r of dout. */
 int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable);
 
+/* Row gather (MoE dispatch): dst[i,:] ← scale[i]·src[rows[i],:] for every row i of dst
+ * (scale may be NULL for 1). */
+int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale, rl_tensor *dst);
+/* Row scatter-add (MoE combine): dst[rows[i],:] += scale[i]·src[i,:] for every row i of src
+ * (scale may be NULL for 1). */
+int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale, rl_tensor *dst);
+
 /* ------------------------------------------------------------------ losses */
 /* Mean cross-entropy of logits [rows, V] against targets[rows] (class ids in [0,V)) into
  * *loss; dlogits (may be NULL) ← grad_scale · ∂loss/∂logits = grad_scale·(softmax − onehot)/rows. */

@@ -88,6 +88,16 @@ int rl_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
 #define GELU_C 0.7978845608028654f /* √(2/π) */
 #define GELU_A 0.044715f
 
+/* tanh through one expf (several times faster than tanhf; absolute error ~1e-7). */
+static inline float fast_tanh(float u)
+{
+    if (u > 15.0f)
+        return 1.0f;
+    if (u < -15.0f)
+        return -1.0f;
+    return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
+}
+
 int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
 {
     const char *name = "gelu";
@@ -107,7 +117,7 @@ int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     }
     for (int64_t i = 0; i < x->numel; i++) {
         float v = X[i];
-        Y[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + GELU_A * v * v * v)));
+        Y[i] = 0.5f * v * (1.0f + fast_tanh(GELU_C * (v + GELU_A * v * v * v)));
     }
     ops_release(&b[0]);
     ops_commit(y, &b[1]);
@@ -137,7 +147,7 @@ int rl_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_te
     }
     for (int64_t i = 0; i < x->numel; i++) {
         float v = X[i];
-        float t = tanhf(GELU_C * (v + GELU_A * v * v * v));
+        float t = fast_tanh(GELU_C * (v + GELU_A * v * v * v));
         float dt = (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
         G[i] = D[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
     }
@@ -610,5 +620,90 @@ int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl
     ops_commit(dtable, &b[1]);
     ops_record(ctx, name, dtable->dtype, (double)dout->numel, 3.0 * rl_tensor_bytes(dout), w0, OPS_LIST(dout),
                OPS_LIST(dtable));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ row gather / scatter */
+
+/* Checks that src/dst rows match in width and every index is inside `into` (the indexed side). */
+static int rows_check(rl_ctx *ctx, const char *name, const rl_tensor *indexed, const rl_tensor *other,
+                      const int64_t *rows)
+{
+    char s1[128], s2[128];
+    int64_t n_idx, h1, n, h2;
+    ops_matrix_dims(indexed, &n_idx, &h1);
+    ops_matrix_dims(other, &n, &h2);
+    if (h1 != h2)
+        return rl_error(ctx, RL_ERR_ARG, "%s: %s and %s must have the same last dim", name,
+                        rl_tensor_describe(indexed, s1, sizeof s1), rl_tensor_describe(other, s2, sizeof s2));
+    if (n > 0 && !rows)
+        return rl_error(ctx, RL_ERR_ARG, "%s: row indices must not be NULL", name);
+    for (int64_t i = 0; i < n; i++)
+        if (rows[i] < 0 || rows[i] >= n_idx)
+            return rl_error(ctx, RL_ERR_ARG, "%s: row index %lld (entry %lld) is outside the %lld rows of %s", name,
+                            (long long)rows[i], (long long)i, (long long)n_idx,
+                            rl_tensor_describe(indexed, s1, sizeof s1));
+    return 0;
+}
+
+int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale, rl_tensor *dst)
+{
+    const char *name = "gather_rows";
+    ctx = ops_ctx(ctx, dst);
+    int rc = ops_check(ctx, name, OPS_LIST(src, dst), 0);
+    if (!rc)
+        rc = rows_check(ctx, name, src, dst, rows);
+    if (rc)
+        return rc;
+    double w0 = ops_wall(ctx);
+    int64_t n, h;
+    ops_matrix_dims(dst, &n, &h);
+    ops_buf b[2];
+    const float *S = ops_in(src, &b[0]);
+    float *D = ops_out(dst, &b[1], 0);
+    if (!S || !D) {
+        release_all(b, 2);
+        return ops_nomem(ctx, name);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float c = scale ? scale[i] : 1.0f;
+        for (int64_t j = 0; j < h; j++)
+            D[i * h + j] = c * S[rows[i] * h + j];
+    }
+    ops_release(&b[0]);
+    ops_commit(dst, &b[1]);
+    ops_record(ctx, name, dst->dtype, scale ? (double)dst->numel : 0.0, 2.0 * rl_tensor_bytes(dst), w0,
+               OPS_LIST(src), OPS_LIST(dst));
+    return 0;
+}
+
+int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale, rl_tensor *dst)
+{
+    const char *name = "scatter_add_rows";
+    ctx = ops_ctx(ctx, dst);
+    int rc = ops_check(ctx, name, OPS_LIST(src, dst), 0);
+    if (!rc)
+        rc = rows_check(ctx, name, dst, src, rows);
+    if (rc)
+        return rc;
+    double w0 = ops_wall(ctx);
+    int64_t n, h;
+    ops_matrix_dims(src, &n, &h);
+    ops_buf b[2];
+    const float *S = ops_in(src, &b[0]);
+    float *D = ops_out(dst, &b[1], 1);
+    if (!S || !D) {
+        release_all(b, 2);
+        return ops_nomem(ctx, name);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float c = scale ? scale[i] : 1.0f;
+        for (int64_t j = 0; j < h; j++)
+            D[rows[i] * h + j] += c * S[i * h + j];
+    }
+    ops_release(&b[0]);
+    ops_commit(dst, &b[1]);
+    ops_record(ctx, name, dst->dtype, 2.0 * (double)src->numel, 3.0 * rl_tensor_bytes(src), w0, OPS_LIST(src),
+               OPS_LIST(dst));
     return 0;
 }
