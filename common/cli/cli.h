@@ -7,5 +7,7 @@
 int rl_cmd_bench(int argc, char **argv);
 /* ringlab calc TOPIC — the course's cost calculators (common/calc.h). */
 int rl_cmd_calc(int argc, char **argv);
+/* ringlab view FILE — replay a trace in the TUI, or render a view as text (tui/cmd_view.c). */
+int rl_cmd_view(int argc, char **argv);
 
 #endif

@@ -1,0 +1,111 @@
+/* fmt.c — number formatting and styles shared by the views. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "mem.h"
+#include "views.h"
+
+char *rl_tui_fmt_time(double s, char *buf, size_t n)
+{
+    static const char *const units[] = { "ns", "µs", "ms", "s" };
+    double v = fabs(s) * 1e9;
+    int u = 0;
+    while (v >= 999.5 && u < 3) {
+        v /= 1000;
+        u++;
+    }
+    const char *sign = s < 0 ? "-" : "";
+    if (v < 1e-3) /* below a picosecond: rounding noise */
+        snprintf(buf, n, "0 s");
+    else if (v >= 99.95 || u == 0)
+        snprintf(buf, n, "%s%.0f %s", sign, v, units[u]);
+    else if (v >= 9.995)
+        snprintf(buf, n, "%s%.1f %s", sign, v, units[u]);
+    else
+        snprintf(buf, n, "%s%.2f %s", sign, v, units[u]);
+    return buf;
+}
+
+char *rl_tui_fmt_flops(double f, char *buf, size_t n)
+{
+    static const char *const units[] = { "", "K", "M", "G", "T", "P", "E" };
+    int u = 0;
+    while (fabs(f) >= 1000 && u < 6) {
+        f /= 1000;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%.0f FLOP", f);
+    else
+        snprintf(buf, n, "%.2f %sFLOP", f, units[u]);
+    return buf;
+}
+
+char *rl_tui_fmt_bytes(double bytes, char *buf, size_t n)
+{
+    return rl_fmt_bytes(bytes, buf, (int)n);
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int rl_tui_distinct_steps(const rl_trace *t, int (*keep)(const rl_trace_event *e), int **out)
+{
+    *out = NULL;
+    int n = 0, cap = 0, *v = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        int step = e->tags[RL_TAG_STEP];
+        if (step < 0 || (keep && !keep(e)))
+            continue;
+        if (n > 0 && v[n - 1] == step)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = step;
+    }
+    if (n == 0) {
+        free(v);
+        return 0;
+    }
+    qsort(v, (size_t)n, sizeof *v, int_cmp);
+    int k = 1;
+    for (int i = 1; i < n; i++)
+        if (v[i] != v[k - 1])
+            v[k++] = v[i];
+    *out = v;
+    return k;
+}
+
+rl_style rl_tui_cat_style(rl_cat cat, int bucket)
+{
+    static const uint8_t bucket_colors[] = { RL_COLOR_YELLOW, RL_COLOR_BRIGHT_MAGENTA, RL_COLOR_CYAN,
+                                             RL_COLOR_BRIGHT_RED, RL_COLOR_BRIGHT_YELLOW, RL_COLOR_BRIGHT_CYAN };
+    switch (cat) {
+    case RL_CAT_COMPUTE: return RL_STYLE(RL_COLOR_GREEN, RL_COLOR_DEFAULT, 0);
+    case RL_CAT_COMM:
+        return RL_STYLE(bucket >= 0 ? bucket_colors[bucket % 6] : RL_COLOR_YELLOW, RL_COLOR_DEFAULT, 0);
+    case RL_CAT_P2P: return RL_STYLE(RL_COLOR_MAGENTA, RL_COLOR_DEFAULT, 0);
+    case RL_CAT_IDLE: return RL_STYLE(RL_COLOR_GREY, RL_COLOR_DEFAULT, 0);
+    default: return RL_STYLE_PLAIN;
+    }
+}
+
+rl_glyph rl_tui_cat_glyph(rl_cat cat)
+{
+    switch (cat) {
+    case RL_CAT_COMPUTE: return RL_G_FULL;
+    case RL_CAT_COMM: return RL_G_DARK;
+    case RL_CAT_P2P: return RL_G_MEDIUM;
+    case RL_CAT_IDLE: return RL_G_LIGHT;
+    default: return RL_G_SPACE;
+    }
+}

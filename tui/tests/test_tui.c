@@ -1,0 +1,792 @@
+/* test_tui.c — the TUI: snapshot tests of headless renders of every view on small
+ * handmade traces, key handling, malformed trace files, the non-tty refusal of the live
+ * TUI, and a tmux-driven smoke test of the interactive viewer. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ringlab.h"
+#include "render_text.h"
+#include "synth.h"
+#include "tests/testutil.h"
+#include "tui.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static rl_trace_event mk(int rank, int stream, rl_cat cat, const char *name, double start_us, double dur_us)
+{
+    rl_trace_event e;
+    rl_trace_event_init(&e);
+    e.rank = rank;
+    e.stream = stream;
+    e.cat = cat;
+    snprintf(e.name, sizeof e.name, "%s", name);
+    e.vstart = start_us * 1e-6;
+    e.vend = (start_us + dur_us) * 1e-6;
+    return e;
+}
+
+/* Renders a view of t with a state after the given keys (a string; 0-terminated). */
+static char *render_keys(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, const int *keys)
+{
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(w, h);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(c);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.view = view;
+    rl_tui_draw(c, m, &s); /* a first frame sets the plot geometry, as on screen */
+    for (const int *k = keys; k && *k; k++) {
+        rl_tui_handle_key(&s, m, *k);
+        rl_tui_draw(c, m, &s);
+    }
+    char *txt = rl_canvas_to_text(c, utf8);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    return txt;
+}
+
+static char *render(const rl_trace *t, rl_tui_view view, int w, int h)
+{
+    return render_keys(t, view, w, h, 0, NULL);
+}
+
+#define ck_assert_has(hay, needle) \
+    ck_assert_msg(strstr((hay), (needle)) != NULL, "expected \"%s\" in:\n%s", (needle), (hay))
+#define ck_assert_lacks(hay, needle) \
+    ck_assert_msg(strstr((hay), (needle)) == NULL, "did not expect \"%s\" in:\n%s", (needle), (hay))
+
+/* Compares text with tui/tests/snapshots/NAME.txt (RL_UPDATE_SNAPSHOTS=1 rewrites it). */
+static void snapshot(const char *name, const char *text)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s", __FILE__);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    snprintf(path, sizeof path, "%s/snapshots/%s.txt", dir, name);
+    if (getenv("RL_UPDATE_SNAPSHOTS")) {
+        FILE *f = fopen(path, "w");
+        ck_assert_msg(f != NULL, "cannot write %s", path);
+        fputs(text, f);
+        fclose(f);
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "snapshot %s is missing (run with RL_UPDATE_SNAPSHOTS=1 to create it)", path);
+    static char want[1 << 16];
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    want[n] = 0;
+    fclose(f);
+    ck_assert_msg(strcmp(want, text) == 0, "render differs from %s\n--- expected\n%s--- got\n%s", path, want, text);
+}
+
+/* Two ranks of a DDP step: forward, backward, two bucket all-reduces (b0 overlaps the
+ * backward, b1 does not), optimizer. Comm busy 200 µs per rank, 100 µs of it under
+ * compute: comm hidden 50%. */
+static rl_trace *ddp_trace(void)
+{
+    rl_trace *t = rl_trace_new(2);
+    snprintf(t->hw, sizeof t->hw, "h100-nvlink");
+    for (int r = 0; r < 2; r++) {
+        rl_trace_event e = mk(r, 0, RL_CAT_COMPUTE, "linear_fwd", 0, 100);
+        e.tags[RL_TAG_STEP] = 0;
+        e.flops = 2e9;
+        e.bytes = 4 << 20;
+        rl_trace_add(t, &e);
+        e = mk(r, 0, RL_CAT_COMPUTE, "linear_bwd", 100, 200);
+        e.tags[RL_TAG_STEP] = 0;
+        e.flops = 4e9;
+        e.bytes = 8 << 20;
+        rl_trace_add(t, &e);
+        e = mk(r, 0, RL_CAT_IDLE, "wait", 300, 100);
+        rl_trace_add(t, &e);
+        e = mk(r, 0, RL_CAT_COMPUTE, "adam_step", 400, 50);
+        rl_trace_add(t, &e);
+        for (int b = 0; b < 2; b++) {
+            e = mk(r, 1, RL_CAT_COMM, "all_reduce", 200 + 100 * b, 100);
+            e.tags[RL_TAG_BUCKET] = b;
+            e.bytes = 2 << 20;
+            e.seq = b;
+            rl_trace_add(t, &e);
+        }
+    }
+    rl_trace_set_meta(t, "step time", "450 us");
+    rl_trace_sort(t);
+    return t;
+}
+
+/* GPipe, p = 2 stages, m = 2 micro-batches, every op 100 µs: busy 8 of 12 cells, bubble
+ * 1/3 = (p-1)/(m+p-1). */
+static rl_trace *pipe_trace(void)
+{
+    static const struct { int stage; char phase; int mb; double start; } ops[] = {
+        { 0, 'F', 0, 0 }, { 0, 'F', 1, 100 }, { 1, 'F', 0, 100 }, { 1, 'F', 1, 200 },
+        { 1, 'B', 0, 300 }, { 1, 'B', 1, 400 }, { 0, 'B', 0, 400 }, { 0, 'B', 1, 500 },
+    };
+    rl_trace *t = rl_trace_new(2);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        rl_trace_event e = mk(ops[i].stage, 0, RL_CAT_COMPUTE, ops[i].phase == 'F' ? "fwd" : "bwd", ops[i].start, 100);
+        e.phase = ops[i].phase;
+        e.tags[RL_TAG_MICROBATCH] = ops[i].mb;
+        e.tags[RL_TAG_STAGE] = ops[i].stage;
+        e.tags[RL_TAG_STEP] = 0;
+        rl_trace_add(t, &e);
+    }
+    rl_trace_sort(t);
+    return t;
+}
+
+/* Tensor-parallel MLP on 2 ranks: fc1 column-parallel (4h/t), fc2 row-parallel, then the
+ * all-reduce; rank 1's fc2 has a different (wrong) shape so it is listed apart. */
+static rl_trace *shapes_trace(void)
+{
+    rl_trace *t = rl_trace_new(2);
+    for (int r = 0; r < 2; r++) {
+        rl_trace_event e = mk(r, 0, RL_CAT_COMPUTE, "mlp_fc1", 0, 10);
+        e.tags[RL_TAG_STEP] = 0;
+        e.shapes = "x[b=8,h=64] w[h=64,4h/t=128] -> y[b=8,4h/t=128]";
+        rl_trace_add(t, &e);
+        e = mk(r, 0, RL_CAT_COMPUTE, "mlp_fc2", 10, 10);
+        e.tags[RL_TAG_STEP] = 0;
+        e.shapes = r == 0 ? "y[b=8,4h/t=128] w[4h/t=128,h=64] -> z[b=8,h=64]"
+                          : "y[b=8,4h/t=128] w[4h/t=256,h=64] -> z[b=8,h=64]";
+        rl_trace_add(t, &e);
+        e = mk(r, 1, RL_CAT_COMM, "all_reduce", 20, 5);
+        e.tags[RL_TAG_STEP] = 0;
+        e.shapes = "z[b=8,h=64]";
+        rl_trace_add(t, &e);
+        e = mk(r, 0, RL_CAT_COMPUTE, "mlp_fc1", 100, 10); /* step 1: not shown with step 0 */
+        e.tags[RL_TAG_STEP] = 1;
+        e.shapes = "x[b=8,h=64] w[h=64,4h/t=128] -> y[b=8,4h/t=128]";
+        rl_trace_add(t, &e);
+    }
+    rl_trace_sort(t);
+    return t;
+}
+
+#define MIB (1024 * 1024)
+
+/* Memory samples of 2 ranks: rank 0 peaks at 2 ms with 8 MiB, ends with 6 MiB. */
+static rl_trace *memory_trace(void)
+{
+    rl_trace *t = rl_trace_new(2);
+    rl_trace_event e = mk(0, 0, RL_CAT_COMPUTE, "step", 0, 3000);
+    rl_trace_add(t, &e);
+    for (int r = 0; r < 2; r++)
+        for (int k = 1; k <= 3; k++) {
+            rl_mem_sample m = { .rank = r, .vtime = k * 1e-3 };
+            m.current[RL_MEM_PARAM] = MIB;
+            m.current[RL_MEM_GRAD] = MIB;
+            m.current[RL_MEM_OPTIM] = k >= 2 ? 4 * MIB : 0;
+            m.current[RL_MEM_ACTIVATION] = k == 2 ? 2 * MIB : 0;
+            m.current[RL_MEM_COMM] = r == 1 ? MIB / 2 : 0;
+            rl_trace_add_mem(t, &m);
+            for (int c = 0; c < RL_MEM_NCAT; c++)
+                if (m.current[c] > t->peak[r][c])
+                    t->peak[r][c] = m.current[c];
+        }
+    return t;
+}
+
+/* 8 ranks on a dp x pp x tp = 2 x 2 x 2 mesh. */
+static rl_trace *mesh_trace(void)
+{
+    rl_trace *t = rl_trace_new(8);
+    for (int r = 0; r < 8; r++) {
+        rl_trace_event e = mk(r, 0, RL_CAT_COMPUTE, "op", 0, 10);
+        rl_trace_add(t, &e);
+    }
+    const char *names[] = { "dp", "pp", "tp" };
+    int sizes[] = { 2, 2, 2 };
+    rl_trace_set_mesh(t, 3, names, sizes);
+    return t;
+}
+
+/* ---------------------------------------------------------------- canvas and text */
+
+START_TEST(test_canvas_text_render)
+{
+    rl_canvas *c = rl_canvas_new(6, 2);
+    ck_assert_ptr_nonnull(c);
+    rl_canvas_put(c, 0, 0, RL_G_FULL, RL_STYLE_PLAIN);
+    rl_canvas_put(c, 1, 0, RL_G_LIGHT, RL_STYLE_PLAIN);
+    rl_canvas_text(c, 2, 0, -1, RL_STYLE_PLAIN, "5 µs");
+    rl_canvas_text(c, 0, 1, 4, RL_STYLE_PLAIN, "abcdefgh");
+    char *a = rl_canvas_to_text(c, 0), *u = rl_canvas_to_text(c, 1);
+    ck_assert_str_eq(a, "#.5 us\nabc~\n");
+    ck_assert_str_eq(u, "█░5 µs\nabc…\n");
+    free(a);
+    free(u);
+    /* drawing outside and odd input is ignored, never a crash */
+    rl_canvas_put(c, -1, 99, RL_G_FULL, RL_STYLE_PLAIN);
+    rl_canvas_text(c, 3, 1, -1, RL_STYLE_PLAIN, "\xff\xfe\x01 bad utf-8");
+    rl_canvas_box(c, -3, -3, 100, 100, RL_STYLE_PLAIN);
+    ck_assert_int_eq(rl_canvas_resize(c, 3, 1), 0);
+    a = rl_canvas_to_text(c, 0);
+    ck_assert_str_eq(a, "\n");
+    free(a);
+    ck_assert_ptr_null(rl_canvas_new(0, 5));
+    rl_canvas_free(c);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- views */
+
+START_TEST(test_timeline_snapshot)
+{
+    rl_trace *t = ddp_trace();
+    char *txt = render(t, RL_VIEW_TIMELINE, 100, 14);
+    snapshot("timeline_ddp", txt);
+    ck_assert_has(txt, "[1 timeline]");
+    ck_assert_has(txt, " r0 compute");
+    ck_assert_has(txt, " r1 comm");
+    ck_assert_has(txt, "all_reduce b0");          /* bucket labels inside the boxes */
+    ck_assert_has(txt, "comm hidden: 50%");       /* 100 of 200 us under compute, per rank */
+    ck_assert_has(txt, "linear_bwd [compute step 0]"); /* the event under the cursor (225 us) */
+    ck_assert_has(txt, "dur 200 us");
+    ck_assert_has(txt, "8.00 MiB");
+    ck_assert_has(txt, "4.00 GFLOP");
+    ck_assert_has(txt, "step time: 450 us");      /* headline figures in the status line */
+    free(txt);
+    /* UTF-8: real block glyphs and units */
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 1, NULL);
+    ck_assert_has(txt, "███");
+    ck_assert_has(txt, "▓▓▓");
+    ck_assert_has(txt, "dur 200 µs");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_timeline_zoom_pan_cursor)
+{
+    rl_trace *t = ddp_trace();
+    int zoom_in[] = { '+', 0 };
+    char *txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, zoom_in);
+    ck_assert_has(txt, "zoom x2");
+    ck_assert_lacks(txt, "window 0 s");  /* zoomed around the cursor at 225 us */
+    free(txt);
+    int zoom_pan[] = { '+', '+', 'h', 'h', 'h', 'h', 'h', 'h', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, zoom_pan);
+    ck_assert_has(txt, "zoom x4");
+    ck_assert_has(txt, "window 0 s");   /* panned to the start, clamped */
+    ck_assert_has(txt, "linear_fwd");
+    free(txt);
+    int out_again[] = { '+', '-', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, out_again);
+    ck_assert_has(txt, "zoom x1");
+    free(txt);
+    /* lane 1 = rank 0's comm stream; the cursor moved right onto bucket 1 (300..400 us) */
+    int lanes[] = { 'j', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, lanes);
+    ck_assert_has(txt, ">r0 comm");
+    ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 1 seq 1]");
+    free(txt);
+    /* comm hidden of a window over bucket 1 only: nothing hidden */
+    rl_tui_model *m = rl_tui_model_new(t);
+    ck_assert_double_eq_tol(rl_tui_comm_hidden(m, 300e-6, 400e-6), 0.0, 1e-9);
+    ck_assert_double_eq_tol(rl_tui_comm_hidden(m, 0, 450e-6), 0.5, 1e-9);
+    ck_assert_double_eq_tol(rl_tui_comm_hidden(m, 0, 150e-6), -1.0, 1e-9);
+    rl_tui_model_free(m);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_pipeline_snapshot)
+{
+    rl_trace *t = pipe_trace();
+    char *txt = render(t, RL_VIEW_PIPELINE, 80, 12);
+    snapshot("pipeline_gpipe", txt);
+    ck_assert_has(txt, "[2 pipeline]");
+    ck_assert_has(txt, " stage 0 r0");
+    ck_assert_has(txt, " stage 1 r1");
+    ck_assert_has(txt, "bubble: measured 33.3%");
+    ck_assert_has(txt, "formula (p-1)/(m+p-1) = 1/3 = 33.3%");
+    ck_assert_has(txt, "p=2 stages, m=2 micro-batches");
+    ck_assert_has(txt, "F0>>");     /* forward boxes with micro-batch numbers */
+    ck_assert_has(txt, "B1<<");
+    ck_assert_has(txt, ".....");    /* the bubble, shaded */
+    free(txt);
+    rl_trace_free(t);
+    /* a generated 1F1B schedule: p = 4, m = 8 gives 3/11 */
+    t = rl_tui_synth_pipeline(4, 8, 1);
+    txt = render(t, RL_VIEW_PIPELINE, 120, 16);
+    ck_assert_has(txt, "formula (p-1)/(m+p-1) = 3/11 = 27.3%");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_shapes_snapshot)
+{
+    rl_trace *t = shapes_trace();
+    char *txt = render(t, RL_VIEW_SHAPES, 100, 14);
+    snapshot("shapes_tp", txt);
+    ck_assert_has(txt, "step 0 (1 of 2");
+    ck_assert_has(txt, "3 ops in rank 0's order");
+    ck_assert_has(txt, " 1. mlp_fc1");
+    ck_assert_has(txt, " 2. mlp_fc2");
+    ck_assert_has(txt, " 3. all_reduce");
+    ck_assert_has(txt, "r0-1");   /* identical shapes on both ranks grouped */
+    ck_assert_has(txt, "x[b=8,h=64] w[h=64,4h/t=128] -> y[b=8,4h/t=128]   sharded: 4h/t");
+    ck_assert_has(txt, "w[4h/t=256,h=64]"); /* rank 1's differing shape listed apart */
+    free(txt);
+    int next_step[] = { 'n', 0 };
+    txt = render_keys(t, RL_VIEW_SHAPES, 100, 14, 0, next_step);
+    ck_assert_has(txt, "step 1 (2 of 2");
+    ck_assert_lacks(txt, "mlp_fc2");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_memory_snapshot)
+{
+    rl_trace *t = memory_trace();
+    char *txt = render(t, RL_VIEW_MEMORY, 100, 14);
+    snapshot("memory_two_ranks", txt);
+    ck_assert_has(txt, "[4 memory]");
+    ck_assert_has(txt, ">r0 now");
+    ck_assert_has(txt, "6.00 MiB at 3.00 ms");   /* now: the last sample */
+    ck_assert_has(txt, "8.00 MiB at 2.00 ms");   /* peak: the highest total */
+    ck_assert_has(txt, "8.50 MiB at 2.00 ms");   /* rank 1 has 0.5 MiB comm buffers more */
+    ck_assert_has(txt, "PPPPP");
+    ck_assert_has(txt, "OOOO");
+    ck_assert_has(txt, "r0 peaks: param 1.00 MiB, grad 1.00 MiB, optim 4.00 MiB, activation 2.00 MiB, comm 0 B");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_mesh_snapshot)
+{
+    rl_trace *t = mesh_trace();
+    char *txt = render(t, RL_VIEW_MESH, 100, 14);
+    snapshot("mesh_dp_pp_tp", txt);
+    ck_assert_has(txt, "mesh dp=2 x pp=2 x tp=2 = 8 ranks");
+    ck_assert_has(txt, "dp=0");
+    ck_assert_has(txt, "dp=1");
+    ck_assert_has(txt, "tp group of r0 (size 2): r0 r1");
+    free(txt);
+    int keys[] = { 'j', 'l', 'l', 'l', 0 };  /* down one row (+2), right 3 (+3): rank 5 */
+    txt = render_keys(t, RL_VIEW_MESH, 100, 14, 0, keys);
+    ck_assert_has(txt, "*r5");
+    ck_assert_has(txt, "selected (dp 1, pp 0, tp 1)");
+    ck_assert_has(txt, "dp group of r5 (size 2): r1 r5");
+    ck_assert_has(txt, "pp group of r5 (size 2): r5 r7");
+    ck_assert_has(txt, "tp group of r5 (size 2): r4 r5");
+    ck_assert_has(txt, "tr4");  /* r4 marked as r5's tp peer, r7 as pp peer, r1 as dp peer */
+    ck_assert_has(txt, "pr7");
+    ck_assert_has(txt, "dr1");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+START_TEST(test_help_too_small_and_keys)
+{
+    rl_trace *t = ddp_trace();
+    int help[] = { '?', 0 };
+    char *txt = render_keys(t, RL_VIEW_TIMELINE, 100, 24, 0, help);
+    ck_assert_has(txt, "Keys");
+    ck_assert_has(txt, "comm hidden: share of comm-stream busy time");
+    free(txt);
+    txt = render(t, RL_VIEW_TIMELINE, 30, 8);
+    ck_assert_str_eq(txt, "terminal 30x8 is too small: r~\n\n\n\n\n\n\n\n");
+    free(txt);
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    ck_assert_int_eq(rl_tui_handle_key(&s, m, '3'), 0);
+    ck_assert_int_eq(s.view, RL_VIEW_SHAPES);
+    ck_assert_int_eq(rl_tui_handle_key(&s, m, 'q'), 1);
+    ck_assert_int_eq(rl_tui_view_parse("mesh"), RL_VIEW_MESH);
+    ck_assert_int_eq(rl_tui_view_parse("nope"), -1);
+    rl_tui_model_free(m);
+    rl_trace_free(t);
+}
+END_TEST
+
+/* Every view on odd but valid traces, at odd sizes: never a crash, always some text. */
+START_TEST(test_views_on_odd_traces)
+{
+    rl_trace *traces[4];
+    traces[0] = rl_trace_new(1);                   /* no events at all */
+    traces[1] = rl_trace_new(3);                   /* zero-length, negative and nested events */
+    rl_trace_event e = mk(0, 0, RL_CAT_COMPUTE, "outer", -50, 500);
+    rl_trace_add(traces[1], &e);
+    e = mk(0, 0, RL_CAT_COMPUTE, "inner", 0, 0);
+    e.phase = 'W';
+    e.tags[RL_TAG_MICROBATCH] = (1 << 30) - 1;
+    rl_trace_add(traces[1], &e);
+    e = mk(2, 1, RL_CAT_P2P, "a name much longer than any box could hold", 10, 1e9);
+    e.bytes = 1e300;
+    e.flops = 1e300;
+    e.shapes = "no brackets at all ]]],,[[[ -> x[/=/]";
+    rl_trace_add(traces[1], &e);
+    traces[2] = rl_tui_synth_ddp(4, 2);
+    traces[3] = rl_tui_synth_pipeline(3, 5, 0);
+    static const int sizes[][2] = { { 1, 1 }, { 49, 11 }, { 50, 12 }, { 80, 24 }, { 300, 100 } };
+    for (int i = 0; i < 4; i++)
+        for (int v = 0; v < RL_NVIEWS; v++)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                int keys[] = { '+', '+', 'l', 'j', '.', 'n', RL_KEY_DOWN, RL_KEY_RIGHT, 0 };
+                char *txt = render_keys(traces[i], (rl_tui_view)v, sizes[k][0], sizes[k][1], k % 2, keys);
+                ck_assert_ptr_nonnull(txt);
+                ck_assert_msg(strlen(txt) > 0, "empty render");
+                free(txt);
+            }
+    char *txt = render(traces[0], RL_VIEW_TIMELINE, 80, 20);
+    ck_assert_has(txt, "no events");
+    free(txt);
+    txt = render(traces[0], RL_VIEW_PIPELINE, 80, 20);
+    ck_assert_has(txt, "No pipeline events");
+    free(txt);
+    txt = render(traces[0], RL_VIEW_MESH, 80, 20);
+    ck_assert_has(txt, "no device mesh");
+    free(txt);
+    for (int i = 0; i < 4; i++)
+        rl_trace_free(traces[i]);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- malformed trace files */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Loads path and expects failure with a message containing want. */
+static void expect_bad(const char *path, const char *want)
+{
+    char err[512] = "";
+    rl_trace *t = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(t == NULL, "trace %s should not load", path);
+    ck_assert_msg(strstr(err, want) != NULL, "error for %s: \"%s\" lacks \"%s\"", path, err, want);
+}
+
+/* Runs `ringlab view FILE --render timeline` and returns its exit status and stderr. */
+static int run_view(const char *file, char *out, size_t n)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/ringlab view '%s' --render timeline --size 80x20 2>&1 >/dev/null </dev/null",
+             rl_test_build(), file);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_malformed_traces)
+{
+    char dir[128], path[256], out[2048];
+    snprintf(dir, sizeof dir, "/tmp/rl_tui_bad_%d", (int)getpid());
+    mkdir(dir, 0700);
+
+    /* truncated: a real trace cut in half */
+    rl_trace *t = ddp_trace();
+    char err[512];
+    snprintf(path, sizeof path, "%s/full.json", dir);
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    FILE *f = fopen(path, "r");
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n / 2] = 0;
+    snprintf(path, sizeof path, "%s/truncated.json", dir);
+    write_file(path, buf);
+    expect_bad(path, "is not valid JSON at line 1, column");
+    ck_assert_int_eq(run_view(path, out, sizeof out), 1);
+    ck_assert_has(out, "ringlab view: trace '");
+    ck_assert_has(out, "not valid JSON at line 1, column");
+
+    snprintf(path, sizeof path, "%s/empty.json", dir);
+    write_file(path, "");
+    expect_bad(path, "not valid JSON");
+    ck_assert_int_eq(run_view(path, out, sizeof out), 1);
+
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    expect_bad(path, "cannot read trace");
+    ck_assert_int_eq(run_view(path, out, sizeof out), 1);
+    ck_assert_has(out, "cannot read trace");
+
+    /* wrong types */
+    snprintf(path, sizeof path, "%s/types1.json", dir);
+    write_file(path, "{\"traceEvents\": {\"ph\": \"X\"}}");
+    expect_bad(path, "no \"traceEvents\" array");
+    snprintf(path, sizeof path, "%s/types2.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": \"zero\", \"ts\": 1}]}");
+    expect_bad(path, "\"pid\"");
+    snprintf(path, sizeof path, "%s/types3.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": \"soon\"}]}");
+    expect_bad(path, "\"ts\"");
+    snprintf(path, sizeof path, "%s/types4.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"C\", \"pid\": 0, \"ts\": 1, \"args\": {\"param\": \"lots\"}}]}");
+    expect_bad(path, "args.param must be a byte count");
+    snprintf(path, sizeof path, "%s/types5.json", dir);
+    write_file(path, "[1, 2, 3]");
+    expect_bad(path, "traceEvents[0] is not an object");
+    ck_assert_int_eq(run_view(path, out, sizeof out), 1);
+    ck_assert_has(out, "is not an object");
+
+    /* huge numbers */
+    snprintf(path, sizeof path, "%s/huge1.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1e300, \"dur\": 1}]}");
+    expect_bad(path, "finite number \"ts\"");
+    snprintf(path, sizeof path, "%s/huge2.json", dir);
+    write_file(path, "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}");
+    expect_bad(path, "line 2");
+    snprintf(path, sizeof path, "%s/huge3.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}");
+    expect_bad(path, "\"pid\"");
+    snprintf(path, sizeof path, "%s/huge4.json", dir);
+    write_file(path, "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}");
+    expect_bad(path, "ringlab.ranks");
+    /* huge but legal values load and render */
+    snprintf(path, sizeof path, "%s/huge5.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"cat\": \"comm\", \"name\": \"big\","
+                     " \"ts\": 1e14, \"dur\": 1e14, \"args\": {\"bytes\": 1e308, \"flops\": 1e308, \"bucket\": 1e30}}]}");
+    t = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    for (int v = 0; v < RL_NVIEWS; v++) {
+        char *txt = render(t, (rl_tui_view)v, 120, 30);
+        free(txt);
+    }
+    rl_trace_free(t);
+    ck_assert_int_eq(run_view(path, out, sizeof out), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* The command line: headless render of a file, bad arguments, no terminal. */
+START_TEST(test_cli_render_and_refusals)
+{
+    char path[128], cmd[1024], out[8192];
+    snprintf(path, sizeof path, "/tmp/rl_tui_cli_%d.json", (int)getpid());
+    rl_trace *t = ddp_trace();
+    char err[256];
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render pipeline --size 90x12 --ascii", rl_test_build(), path);
+    FILE *p = popen(cmd, "r");
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_has(out, "[2 pipeline]");
+    ck_assert_has(out, "No pipeline events");
+    /* the interactive viewer without a terminal refuses, it does not hang */
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s </dev/null 2>&1 | cat", rl_test_build(), path);
+    p = popen(cmd, "r");
+    k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    pclose(p);
+    ck_assert_has(out, "needs a terminal");
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render bogus >/dev/null 2>&1", rl_test_build(), path);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render mesh --size 0x3 >/dev/null 2>&1", rl_test_build(), path);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    remove(path);
+}
+END_TEST
+
+static int live_noop(rl_ctx *ctx, void *arg)
+{
+    (void)ctx;
+    (void)arg;
+    return 0;
+}
+
+START_TEST(test_live_refuses_without_tty)
+{
+    int fd = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    dup2(fd, STDIN_FILENO); /* this test runs in a forked child: stdin is its own */
+    close(fd);
+    rl_opts o = rl_test_opts(2, NULL);
+    rl_trace *out = (rl_trace *)1;
+    ck_assert_int_eq(rl_tui_run_live(&o, live_noop, NULL, &out), RL_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- tmux smoke test */
+
+typedef struct {
+    char sock[64];
+} tmux_session;
+
+static int tmux(const tmux_session *s, const char *fmt, ...)
+{
+    char args[1024], cmd[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "tmux -L %s -f /dev/null %s >/dev/null 2>&1", s->sock, args);
+    return system(cmd);
+}
+
+static void capture(const tmux_session *s, char *out, size_t n)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "tmux -L %s capture-pane -p -t v 2>/dev/null", s->sock);
+    FILE *p = popen(cmd, "r");
+    size_t k = p ? fread(out, 1, n - 1, p) : 0;
+    out[k] = 0;
+    if (p)
+        pclose(p);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until the pane shows want (up to 5 s); returns 1 if it did. */
+static int wait_for(const tmux_session *s, const char *want, char *screen, size_t n)
+{
+    for (int i = 0; i < 100; i++) {
+        capture(s, screen, n);
+        if (strstr(screen, want))
+            return 1;
+        sleep_ms(50);
+    }
+    return 0;
+}
+
+#define EXPECT_SCREEN(s, want)                                                                   \
+    do {                                                                                         \
+        ck_assert_msg(wait_for((s), (want), screen, sizeof screen), "tmux pane never showed \"%s\"; " \
+                      "it shows:\n%s", (want), screen);                                          \
+    } while (0)
+
+static int have_tmux(void) { return system("command -v tmux >/dev/null 2>&1") == 0; }
+
+START_TEST(test_tmux_smoke)
+{
+    if (!have_tmux()) {
+        fprintf(stderr, "test_tmux_smoke: SKIPPED - tmux is not installed (make deps installs it)\n");
+        return;
+    }
+    char trace[128], rcfile[128], cwd[512];
+    static char screen[1 << 16];
+    snprintf(trace, sizeof trace, "/tmp/rl_tui_tmux_%d.json", (int)getpid());
+    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_tmux_%d.rc", (int)getpid());
+    remove(rcfile);
+    rl_trace *t = rl_tui_synth_pipeline(4, 8, 1);
+    char err[256];
+    ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    tmux_session s;
+    snprintf(s.sock, sizeof s.sock, "rltui_%d_%ld", (int)getpid(), (long)time(NULL));
+    int rc = tmux(&s, "new-session -d -s v -x 120 -y 40 \"cd '%s' && %s%s/ringlab view '%s'; echo rc=\\$? > '%s'\"", cwd,
+                  build[0] == '/' ? "" : "./", build, trace, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+
+    EXPECT_SCREEN(&s, "[1 timeline]");
+    EXPECT_SCREEN(&s, " r3 comm");
+    EXPECT_SCREEN(&s, "comm hidden:");
+    EXPECT_SCREEN(&s, "schedule: 1F1B");          /* status line: headline figures */
+    tmux(&s, "send-keys -t v +");
+    EXPECT_SCREEN(&s, "zoom x2");
+    tmux(&s, "send-keys -t v Right");
+    EXPECT_SCREEN(&s, "zoom x2");
+    ck_assert_msg(strstr(screen, "window 0 s") == NULL, "pan right should leave the start:\n%s", screen);
+    tmux(&s, "send-keys -t v Left Left Left Left Left Left");
+    EXPECT_SCREEN(&s, "window 0 s");
+    tmux(&s, "send-keys -t v -");
+    EXPECT_SCREEN(&s, "zoom x1)");
+    tmux(&s, "send-keys -t v 2");
+    EXPECT_SCREEN(&s, "[2 pipeline]");
+    EXPECT_SCREEN(&s, "formula (p-1)/(m+p-1) = 3/11 = 27.3%");
+    EXPECT_SCREEN(&s, " stage 3 r3");
+    tmux(&s, "send-keys -t v 3");
+    EXPECT_SCREEN(&s, "[3 shapes]");
+    EXPECT_SCREEN(&s, "1. stage_fwd");
+    tmux(&s, "send-keys -t v 4");
+    EXPECT_SCREEN(&s, "[4 memory]");
+    EXPECT_SCREEN(&s, "r0 peaks: param");
+    tmux(&s, "send-keys -t v 5");
+    EXPECT_SCREEN(&s, "[5 mesh]");
+    EXPECT_SCREEN(&s, "pp group of r0 (size 4): r0 r1 r2 r3");
+    tmux(&s, "send-keys -t v Right");
+    EXPECT_SCREEN(&s, "pp group of r1");
+    tmux(&s, "send-keys -t v ?");
+    EXPECT_SCREEN(&s, "Keys");
+    tmux(&s, "send-keys -t v ?");
+    tmux(&s, "send-keys -t v 1");
+    EXPECT_SCREEN(&s, "[1 timeline]");
+    ck_assert_msg(strstr(screen, "Keys") == NULL, "help should be closed:\n%s", screen);
+    /* resize: too small gets a message, larger redraws the view */
+    tmux(&s, "resize-window -t v -x 30 -y 8");
+    EXPECT_SCREEN(&s, "too small");
+    tmux(&s, "resize-window -t v -x 100 -y 30");
+    EXPECT_SCREEN(&s, "comm hidden:");
+    ck_assert_msg(strstr(screen, "too small") == NULL, "still too small after growing:\n%s", screen);
+    tmux(&s, "send-keys -t v q");
+    int done = 0;
+    for (int i = 0; i < 100 && !done; i++) {
+        FILE *f = fopen(rcfile, "r");
+        if (f) {
+            char line[32] = "";
+            done = fgets(line, sizeof line, f) != NULL;
+            fclose(f);
+            if (done)
+                ck_assert_msg(strncmp(line, "rc=0", 4) == 0, "viewer exited with %s", line);
+        }
+        if (!done)
+            sleep_ms(50);
+    }
+    tmux(&s, "kill-server");
+    remove(trace);
+    remove(rcfile);
+    ck_assert_msg(done, "the viewer did not exit after q");
+}
+END_TEST
+
+Suite *tui_suite(void)
+{
+    Suite *s = suite_create("tui");
+    TCase *tc = tcase_create("views");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_canvas_text_render);
+    tcase_add_test(tc, test_timeline_snapshot);
+    tcase_add_test(tc, test_timeline_zoom_pan_cursor);
+    tcase_add_test(tc, test_pipeline_snapshot);
+    tcase_add_test(tc, test_shapes_snapshot);
+    tcase_add_test(tc, test_memory_snapshot);
+    tcase_add_test(tc, test_mesh_snapshot);
+    tcase_add_test(tc, test_help_too_small_and_keys);
+    tcase_add_test(tc, test_views_on_odd_traces);
+    suite_add_tcase(s, tc);
+    TCase *io = tcase_create("files");
+    tcase_set_timeout(io, 60);
+    tcase_add_test(io, test_malformed_traces);
+    tcase_add_test(io, test_cli_render_and_refusals);
+    tcase_add_test(io, test_live_refuses_without_tty);
+    tcase_add_test(io, test_tmux_smoke);
+    suite_add_tcase(s, io);
+    return s;
+}

@@ -1,0 +1,386 @@
+/* tui.c — the TUI's frame (header, status line, help overlay, too-small message), key
+ * handling, headless rendering, and the replay and live loops on top of term.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "err.h"
+#include "render_text.h"
+#include "term.h"
+#include "views.h"
+
+static const char *const view_names[RL_NVIEWS] = { "timeline", "pipeline", "shapes", "memory", "mesh" };
+
+void rl_tui_state_init(rl_tui_state *s)
+{
+    memset(s, 0, sizeof *s);
+    s->view = RL_VIEW_TIMELINE;
+    s->follow = 1;
+    s->cursor_col = -1;
+}
+
+int rl_tui_view_parse(const char *name)
+{
+    for (int v = 0; name && v < RL_NVIEWS; v++)
+        if (strcmp(name, view_names[v]) == 0)
+            return v;
+    return -1;
+}
+
+const char *rl_tui_view_name(rl_tui_view v) { return v >= 0 && v < RL_NVIEWS ? view_names[v] : "?"; }
+
+static void move_cursor(rl_tui_state *s, int d)
+{
+    int pw = s->plot_w > 0 ? s->plot_w : 100;
+    int c = (s->cursor_col < 0 ? pw / 2 : s->cursor_col) + d;
+    s->cursor_col = c < 0 ? 0 : c >= pw ? pw - 1 : c;
+}
+
+int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
+{
+    if (key == 'q' || key == 'Q')
+        return 1;
+    if (key == '?') {
+        s->help = !s->help;
+        return 0;
+    }
+    if (key == RL_KEY_ESC) {
+        s->help = 0;
+        return 0;
+    }
+    if (key >= '1' && key < '1' + RL_NVIEWS) {
+        s->view = (rl_tui_view)(key - '1');
+        s->help = 0;
+        return 0;
+    }
+    switch (s->view) {
+    case RL_VIEW_TIMELINE:
+        switch (key) {
+        case '+': case '=': rl_tui_timeline_zoom(s, m, 0.5); break;
+        case '-': case '_': rl_tui_timeline_zoom(s, m, 2.0); break;
+        case '0': s->follow = 1; break;
+        case 'h': case RL_KEY_LEFT: rl_tui_timeline_pan(s, m, -0.25); break;
+        case 'l': case RL_KEY_RIGHT: rl_tui_timeline_pan(s, m, 0.25); break;
+        case RL_KEY_HOME: rl_tui_timeline_pan(s, m, -1e12); break;
+        case RL_KEY_END: rl_tui_timeline_pan(s, m, 1e12); break;
+        case 'k': case RL_KEY_UP: if (s->lane > 0) s->lane--; break;
+        case 'j': case RL_KEY_DOWN: if (s->lane + 1 < m->nlanes) s->lane++; break;
+        case ',': case '<': move_cursor(s, -1); break;
+        case '.': case '>': move_cursor(s, 1); break;
+        default: break;
+        }
+        break;
+    case RL_VIEW_PIPELINE:
+    case RL_VIEW_SHAPES:
+        if (key == 'n' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_RIGHT || key == 'l')))
+            s->step_idx++, s->scroll = 0;
+        else if ((key == 'p' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_LEFT || key == 'h'))) && s->step_idx > 0)
+            s->step_idx--, s->scroll = 0;
+        else if (s->view == RL_VIEW_SHAPES && (key == 'j' || key == RL_KEY_DOWN))
+            s->scroll++;
+        else if (s->view == RL_VIEW_SHAPES && (key == 'k' || key == RL_KEY_UP) && s->scroll > 0)
+            s->scroll--;
+        else if (s->view == RL_VIEW_SHAPES && key == RL_KEY_PGDN)
+            s->scroll += 10;
+        else if (s->view == RL_VIEW_SHAPES && key == RL_KEY_PGUP)
+            s->scroll = s->scroll > 10 ? s->scroll - 10 : 0;
+        break;
+    case RL_VIEW_MEMORY:
+        if ((key == 'k' || key == RL_KEY_UP) && s->rank > 0)
+            s->rank--;
+        else if ((key == 'j' || key == RL_KEY_DOWN) && s->rank + 1 < m->trace->nranks)
+            s->rank++;
+        break;
+    case RL_VIEW_MESH:
+        if (key == 'h' || key == RL_KEY_LEFT)
+            rl_tui_mesh_move(s, m, -1, 0);
+        else if (key == 'l' || key == RL_KEY_RIGHT)
+            rl_tui_mesh_move(s, m, 1, 0);
+        else if (key == 'k' || key == RL_KEY_UP)
+            rl_tui_mesh_move(s, m, 0, -1);
+        else if (key == 'j' || key == RL_KEY_DOWN)
+            rl_tui_mesh_move(s, m, 0, 1);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void draw_header(rl_canvas *c, const rl_tui_state *s)
+{
+    int x = rl_canvas_text(c, 0, 0, -1, RL_STYLE(RL_COLOR_BLACK, RL_COLOR_CYAN, RL_ATTR_BOLD), " ringlab ");
+    for (int v = 0; v < RL_NVIEWS; v++) {
+        int cur = (int)s->view == v;
+        x += rl_canvas_printf(c, x + 1, 0, -1, cur ? RL_STYLE(RL_COLOR_BLACK, RL_COLOR_BRIGHT_YELLOW, RL_ATTR_BOLD) : RL_STYLE_PLAIN,
+                              "%c%d %s%c", cur ? '[' : ' ', v + 1, view_names[v], cur ? ']' : ' ');
+    }
+    const char *keys = "? help  q quit";
+    int kw = rl_canvas_text_width(keys);
+    if (x + 2 + kw < c->w)
+        rl_canvas_text(c, c->w - kw - 1, 0, kw, RL_TUI_DIM, keys);
+}
+
+static void draw_status(rl_canvas *c, const rl_tui_model *m, const rl_tui_state *s)
+{
+    const rl_trace *t = m->trace;
+    char buf[1024];
+    size_t k = 0;
+    if (s->live)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, " LIVE %s · %zu events ·", s->live, t->n);
+    k += (size_t)snprintf(buf + k, sizeof buf - k, " %d rank%s%s%s", t->nranks, t->nranks == 1 ? "" : "s",
+                          t->hw[0] ? " · " : "", t->hw);
+    for (int i = 0; i < t->nmeta && k < sizeof buf; i++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, " · %s: %s", t->meta_keys[i], t->meta_vals[i]);
+    rl_style st = RL_STYLE(RL_COLOR_BLACK, RL_COLOR_WHITE, 0);
+    rl_canvas_fill(c, 0, c->h - 1, c->w, 1, RL_G_SPACE, st);
+    rl_canvas_text(c, 0, c->h - 1, c->w, st, buf);
+}
+
+static void draw_help(rl_canvas *c)
+{
+    static const char *const lines[] = {
+        "Keys",
+        "1-5        views: 1 timeline 2 pipeline 3 shapes 4 memory 5 mesh",
+        "?  Esc     show / hide this help          q  quit",
+        "timeline   + -  zoom in / out at the cursor     0  whole run",
+        "           ← → or h l  pan     ↑ ↓ or j k  lane     , .  cursor",
+        "           comm hidden: share of comm-stream busy time in the",
+        "           window that overlaps compute-stream busy time of the",
+        "           same rank (100% = all communication hidden)",
+        "pipeline   n p  next / previous step; bubble = idle share of the",
+        "           stage x time grid, beside (p-1)/(m+p-1)",
+        "shapes     ↑ ↓ or j k  scroll   PgUp PgDn  page   n p  step",
+        "memory     ↑ ↓ or j k  select a rank",
+        "mesh       ← → ↑ ↓ or h j k l  select a rank; its group in every",
+        "           mesh dim is highlighted",
+    };
+    int n = (int)(sizeof lines / sizeof lines[0]), w = 0;
+    for (int i = 0; i < n; i++)
+        if (rl_canvas_text_width(lines[i]) > w)
+            w = rl_canvas_text_width(lines[i]);
+    w += 4;
+    if (w > c->w)
+        w = c->w;
+    int h = n + 2 < c->h ? n + 2 : c->h;
+    int x0 = (c->w - w) / 2, y0 = (c->h - h) / 2;
+    rl_style st = RL_STYLE(RL_COLOR_BRIGHT_WHITE, RL_COLOR_BLUE, 0);
+    rl_canvas_fill(c, x0, y0, w, h, RL_G_SPACE, st);
+    rl_canvas_box(c, x0, y0, w, h, st);
+    for (int i = 0; i < n && i + 1 < h - 1; i++)
+        rl_canvas_text(c, x0 + 2, y0 + 1 + i, w - 4, i == 0 ? RL_STYLE(RL_COLOR_BRIGHT_YELLOW, RL_COLOR_BLUE, RL_ATTR_BOLD) : st,
+                       lines[i]);
+}
+
+void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s)
+{
+    rl_canvas_clear(c);
+    if (c->w < RL_TUI_MIN_W || c->h < RL_TUI_MIN_H) {
+        rl_canvas_printf(c, 0, 0, -1, RL_TUI_HILITE, "terminal %dx%d is too small: ringlab view needs %dx%d (q quits)",
+                         c->w, c->h, RL_TUI_MIN_W, RL_TUI_MIN_H);
+        return;
+    }
+    draw_header(c, s);
+    int y0 = 1, y1 = c->h - 1;
+    switch (s->view) {
+    case RL_VIEW_TIMELINE: rl_tui_view_timeline(c, y0, y1, m, s); break;
+    case RL_VIEW_PIPELINE: rl_tui_view_pipeline(c, y0, y1, m, s); break;
+    case RL_VIEW_SHAPES: rl_tui_view_shapes(c, y0, y1, m, s); break;
+    case RL_VIEW_MEMORY: rl_tui_view_memory(c, y0, y1, m, s); break;
+    case RL_VIEW_MESH: rl_tui_view_mesh(c, y0, y1, m, s); break;
+    default: break;
+    }
+    draw_status(c, m, s);
+    if (s->help)
+        draw_help(c);
+}
+
+int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out, char *err, int errlen)
+{
+    if (!t || view < 0 || view >= RL_NVIEWS) {
+        snprintf(err, (size_t)errlen, "no trace or unknown view");
+        return -1;
+    }
+    if (w < 1 || h < 1 || w > 1000 || h > 1000) {
+        snprintf(err, (size_t)errlen, "size %dx%d: width and height must be 1 to 1000 cells", w, h);
+        return -1;
+    }
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(w, h);
+    int rc = -1;
+    if (!m || !c) {
+        snprintf(err, (size_t)errlen, "out of memory");
+    } else {
+        rl_tui_state s;
+        rl_tui_state_init(&s);
+        s.view = view;
+        rl_tui_draw(c, m, &s);
+        rc = rl_canvas_write_text(c, utf8, out);
+        if (rc)
+            snprintf(err, (size_t)errlen, "cannot write the render");
+    }
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    return rc;
+}
+
+/* 1 when stdin and stdout are a terminal, else 0 with the reason in err. */
+static int have_tty(char *err, int errlen, const char *what)
+{
+    if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+        return 1;
+    snprintf(err, (size_t)errlen, "%s needs a terminal, but %s is not a tty", what,
+             isatty(STDIN_FILENO) ? "stdout" : "stdin");
+    return 0;
+}
+
+/* Draws one frame on the terminal at its current size. */
+static void show(rl_term *term, rl_canvas *c, const rl_tui_model *m, rl_tui_state *s)
+{
+    int w, h;
+    rl_term_size(term, &w, &h);
+    if (w < 1)
+        w = 1;
+    if (h < 1)
+        h = 1;
+    if (w != c->w || h != c->h)
+        rl_canvas_resize(c, w, h);
+    rl_tui_draw(c, m, s);
+    rl_term_blit(term, c);
+}
+
+int rl_tui_replay(const rl_trace *t, const char *title)
+{
+    char err[256];
+    (void)title;
+    if (!have_tty(err, sizeof err, "the interactive viewer")) {
+        fprintf(stderr, "ringlab view: %s; render a view as text instead: ringlab view FILE --render timeline --size 120x40\n",
+                err);
+        return RL_EXIT_USAGE;
+    }
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(80, 24);
+    if (!m || !c) {
+        fprintf(stderr, "ringlab view: out of memory\n");
+        rl_tui_model_free(m);
+        rl_canvas_free(c);
+        return RL_EXIT_FAIL;
+    }
+    rl_term *term = rl_term_open(err, sizeof err);
+    if (!term) {
+        fprintf(stderr, "ringlab view: %s\n", err);
+        rl_tui_model_free(m);
+        rl_canvas_free(c);
+        return RL_EXIT_FAIL;
+    }
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    for (;;) {
+        show(term, c, m, &s);
+        int key = rl_term_read_key(term, 1000);
+        if (key != RL_KEY_NONE && key != RL_KEY_RESIZE && rl_tui_handle_key(&s, m, key))
+            break;
+    }
+    rl_term_close(term);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    return RL_EXIT_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Copies what was written to the temporary stderr file back to the real stderr. */
+static void restore_stderr(FILE *tmp, int saved)
+{
+    if (saved < 0)
+        return;
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    if (!tmp)
+        return;
+    rewind(tmp);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, tmp)) > 0)
+        fwrite(buf, 1, n, stderr);
+    fclose(tmp);
+}
+
+int rl_tui_run_live(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out)
+{
+    char err[256];
+    if (out)
+        *out = NULL;
+    if (!have_tty(err, sizeof err, "--tui")) {
+        fprintf(stderr, "ringlab: %s; run without --tui (add --trace FILE and replay it with 'make view TRACE=FILE')\n",
+                err);
+        return RL_ERR_UNSUPPORTED;
+    }
+    rl_canvas *c = rl_canvas_new(80, 24);
+    if (!c)
+        return RL_ERR_NOMEM;
+    rl_term *term = rl_term_open(err, sizeof err);
+    if (!term) {
+        fprintf(stderr, "ringlab: %s\n", err);
+        rl_canvas_free(c);
+        return RL_ERR_UNSUPPORTED;
+    }
+    /* messages printed while the screen is up would garble it: keep them for afterwards */
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = tmp ? dup(STDERR_FILENO) : -1;
+    if (saved >= 0)
+        dup2(fileno(tmp), STDERR_FILENO);
+    rl_run *run = rl_launch_async(opts, fn, arg);
+    if (!run) {
+        rl_term_close(term);
+        restore_stderr(tmp, saved);
+        rl_canvas_free(c);
+        return RL_ERR_ARG;
+    }
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.live = "running";
+    rl_trace *snap = NULL;
+    rl_tui_model *m = NULL;
+    double last = -1;
+    int done = 0;
+    for (;;) {
+        if (!done && (now_s() - last >= 0.25 || !snap)) {
+            done = rl_run_done(run);
+            rl_trace *ns = rl_run_snapshot(run);
+            rl_tui_model *nm = ns ? rl_tui_model_new(ns) : NULL;
+            if (nm) {
+                rl_tui_model_free(m);
+                rl_trace_free(snap);
+                snap = ns;
+                m = nm;
+            } else {
+                rl_trace_free(ns);
+            }
+            last = now_s();
+            if (done)
+                s.live = "run finished: press q to quit";
+        }
+        if (m)
+            show(term, c, m, &s);
+        int key = rl_term_read_key(term, done ? 1000 : 100);
+        if (key != RL_KEY_NONE && key != RL_KEY_RESIZE && m && rl_tui_handle_key(&s, m, key))
+            break;
+    }
+    rl_term_close(term);
+    restore_stderr(tmp, saved);
+    if (!done)
+        fprintf(stderr, "ringlab: left the live view; waiting for the ranks to finish ...\n");
+    rl_tui_model_free(m);
+    rl_trace_free(snap);
+    rl_canvas_free(c);
+    return rl_run_finish(run, out);
+}

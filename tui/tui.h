@@ -1,0 +1,64 @@
+/* tui.h — the ringlab TUI: five views (timeline, pipeline, shapes, memory, mesh) of a
+ * trace, drawn into a canvas; shown live while a run goes, replayed from a trace file, or
+ * rendered headless as text. */
+#ifndef RL_TUI_H
+#define RL_TUI_H
+#include <stdio.h>
+#include "canvas.h"
+#include "launch.h"
+#include "model.h"
+#include "trace.h"
+
+typedef enum {
+    RL_VIEW_TIMELINE = 0, RL_VIEW_PIPELINE, RL_VIEW_SHAPES, RL_VIEW_MEMORY, RL_VIEW_MESH, RL_NVIEWS
+} rl_tui_view;
+
+/* Keys: printable ASCII as itself, special keys above Unicode's range. */
+enum {
+    RL_KEY_NONE = 0,
+    RL_KEY_UP = 0x110000, RL_KEY_DOWN, RL_KEY_LEFT, RL_KEY_RIGHT, RL_KEY_HOME, RL_KEY_END,
+    RL_KEY_PGUP, RL_KEY_PGDN, RL_KEY_RESIZE, RL_KEY_ESC
+};
+
+/* The smallest canvas the views are drawn on; smaller gets a one-line message. */
+enum { RL_TUI_MIN_W = 50, RL_TUI_MIN_H = 12 };
+
+/* What the user is looking at (everything the keys change). */
+typedef struct rl_tui_state {
+    rl_tui_view view;
+    int help;            /* the help overlay is shown */
+    int follow;          /* timeline window = the whole run (grows in live mode) */
+    double t0, t1;       /* timeline window, virtual seconds */
+    int cursor_col;      /* cursor column in the timeline plot (-1: the middle) */
+    int lane, lane_top;  /* selected timeline lane, first lane shown */
+    int rank;            /* selected rank (memory, mesh) */
+    int step_idx;        /* which step the pipeline and shapes views show */
+    int scroll;          /* first line of the shapes list */
+    int plot_w;          /* timeline plot width in the last frame (set when drawing) */
+    const char *live;    /* NULL when replaying; else the live run's status ("running") */
+} rl_tui_state;
+
+/* The initial state: timeline view, whole run. */
+void rl_tui_state_init(rl_tui_state *s);
+/* Parses a view name ("timeline", "pipeline", "shapes", "memory", "mesh"); -1 if unknown. */
+int rl_tui_view_parse(const char *name);
+/* The name of a view. */
+const char *rl_tui_view_name(rl_tui_view v);
+/* Applies one key; returns 1 when the key asks to quit, else 0. */
+int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key);
+/* Draws the current view, header, status line and (if on) help overlay into c. */
+void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s);
+
+/* Renders one view of a trace headless as text (w x h, ASCII or UTF-8) to out; for tests
+ * and for labs printing a chart after a run. Returns 0, or -1 with a message in err. */
+int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out,
+                       char *err, int errlen);
+/* The interactive viewer on a loaded trace (needs a terminal and ncurses); returns the
+ * exit status (0 after q). */
+int rl_tui_replay(const rl_trace *t, const char *title);
+/* Runs fn on every rank (as rl_launch) while showing the timeline growing; stays open at
+ * the end until q. Refuses with a message (RL_ERR_UNSUPPORTED) without a terminal or
+ * ncurses. Returns as rl_launch; *out (may be NULL) receives the merged trace. */
+int rl_tui_run_live(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out);
+
+#endif

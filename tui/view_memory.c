@@ -1,0 +1,145 @@
+/* view_memory.c — per-rank stacked bars of memory by category (param, grad, optim,
+ * activation, comm, other): now (the last sample) and at the peak, in bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "views.h"
+
+static rl_glyph mem_glyph(int cat)
+{
+    static const rl_glyph g[RL_MEM_NCAT] = {
+        { 0x2588, 'P' }, { 0x2593, 'G' }, { 0x2592, 'O' }, { 0x2591, 'A' }, { 0x259A, 'C' }, { 0x00B7, 'x' },
+    };
+    return cat >= 0 && cat < RL_MEM_NCAT ? g[cat] : RL_G_SPACE;
+}
+
+static rl_style mem_style(int cat)
+{
+    static const uint8_t col[RL_MEM_NCAT] = { RL_COLOR_BRIGHT_BLUE, RL_COLOR_BRIGHT_RED, RL_COLOR_MAGENTA,
+                                              RL_COLOR_GREEN, RL_COLOR_YELLOW, RL_COLOR_GREY };
+    return RL_STYLE(col[cat], RL_COLOR_DEFAULT, 0);
+}
+
+typedef struct {
+    const rl_mem_sample *now, *peak;   /* last sample, sample with the highest total */
+    double peak_total;
+} rank_mem;
+
+static double total_of(const int64_t *v)
+{
+    double s = 0;
+    for (int k = 0; k < RL_MEM_NCAT; k++)
+        s += (double)v[k];
+    return s;
+}
+
+static void draw_bar(rl_canvas *c, int x, int y, int w, const int64_t *v, double scale)
+{
+    double cum = 0;
+    int done = 0;
+    for (int k = 0; k < RL_MEM_NCAT; k++) {
+        cum += (double)v[k];
+        int end = scale > 0 ? (int)(cum / scale * w + 0.5) : 0;
+        if (end > w)
+            end = w;
+        if (v[k] > 0 && end == done && done < w)
+            end = done + 1; /* a category present gets at least one cell */
+        for (; done < end; done++)
+            rl_canvas_put(c, x + done, y, mem_glyph(k), mem_style(k));
+    }
+}
+
+void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
+{
+    const rl_trace *t = m->trace;
+    rank_mem *rm = calloc((size_t)t->nranks, sizeof *rm);
+    if (!rm)
+        return;
+    for (size_t i = 0; i < t->nmem; i++) {
+        const rl_mem_sample *ms = &t->mem[i];
+        if (ms->rank < 0 || ms->rank >= t->nranks)
+            continue;
+        rank_mem *r = &rm[ms->rank];
+        if (!r->now || ms->vtime >= r->now->vtime)
+            r->now = ms;
+        double tot = total_of(ms->current);
+        if (!r->peak || tot > r->peak_total)
+            r->peak = ms, r->peak_total = tot;
+    }
+    double scale = 0;
+    int any = 0;
+    for (int r = 0; r < t->nranks; r++) {
+        double a = rm[r].peak ? rm[r].peak_total : 0, b = total_of(t->peak[r]);
+        double mx = a > b ? a : b;
+        if (mx > scale)
+            scale = mx;
+        any |= rm[r].now != NULL || b > 0;
+    }
+    if (s->rank >= t->nranks)
+        s->rank = t->nranks - 1;
+    if (s->rank < 0)
+        s->rank = 0;
+    char buf[512], b1[32], b2[32];
+    int y = y0;
+    if (!any) {
+        rl_canvas_text(c, 1, y + 1, -1, RL_TUI_HILITE, "No memory figures in this trace.");
+        rl_canvas_text(c, 1, y + 2, -1, RL_STYLE_PLAIN,
+                       "Runs record each rank's memory account (param, grad, optim, activation, comm)");
+        rl_canvas_text(c, 1, y + 3, -1, RL_STYLE_PLAIN, "at every step end; this view stacks it per rank.");
+        free(rm);
+        return;
+    }
+    snprintf(buf, sizeof buf, "memory per rank: now = last sample, peak = the sample with the highest total · full bar = %s",
+             rl_tui_fmt_bytes(scale, b1, sizeof b1));
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
+
+    int lw = 11, valw = 24, barw = c->w - lw - valw - 2;
+    if (barw < 8)
+        barw = 8;
+    int nvis = (y1 - y - 3) / 2;
+    if (nvis < 1)
+        nvis = 1;
+    int top = s->rank - nvis + 1 > 0 ? s->rank - nvis + 1 : 0;
+    for (int r = top; r < t->nranks && r < top + nvis; r++) {
+        const rank_mem *q = &rm[r];
+        int sel = r == s->rank;
+        rl_canvas_printf(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "%cr%d now", sel ? '>' : ' ', r);
+        if (q->now) {
+            draw_bar(c, lw, y, barw, q->now->current, scale);
+            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s at %s",
+                             rl_tui_fmt_bytes(total_of(q->now->current), b1, sizeof b1),
+                             rl_tui_fmt_time(q->now->vtime, b2, sizeof b2));
+        } else {
+            rl_canvas_text(c, lw, y, barw, RL_TUI_DIM, "(no samples)");
+        }
+        y++;
+        rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "    peak");
+        if (q->peak) {
+            draw_bar(c, lw, y, barw, q->peak->current, scale);
+            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s at %s",
+                             rl_tui_fmt_bytes(q->peak_total, b1, sizeof b1), rl_tui_fmt_time(q->peak->vtime, b2, sizeof b2));
+        } else {
+            draw_bar(c, lw, y, barw, t->peak[r], scale);
+            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s sum of peaks",
+                             rl_tui_fmt_bytes(total_of(t->peak[r]), b1, sizeof b1));
+        }
+        y++;
+    }
+    if (top + nvis < t->nranks)
+        rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", t->nranks - top - nvis);
+    y++;
+    int x = 1;
+    for (int k = 0; k < RL_MEM_NCAT && y < y1; k++) {
+        rl_canvas_put(c, x, y, mem_glyph(k), mem_style(k));
+        x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_mem_cat_name((rl_mem_cat)k)) + 2;
+    }
+    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ ↑↓/jk rank");
+    y++;
+    size_t k = (size_t)snprintf(buf, sizeof buf, "r%d peaks:", s->rank);
+    for (int cat = 0; cat < RL_MEM_NCAT && k < sizeof buf; cat++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s %s %s", cat ? "," : "", rl_mem_cat_name((rl_mem_cat)cat),
+                              rl_tui_fmt_bytes((double)t->peak[s->rank][cat], b1, sizeof b1));
+    if (y < y1)
+        rl_canvas_text(c, 1, y, c->w - 2, RL_STYLE_PLAIN, buf);
+    free(rm);
+}

@@ -1,0 +1,218 @@
+/* view_pipeline.c — stage x time grid of forward (F), backward (B) and weight-gradient (W)
+ * cells with micro-batch numbers; idle time (the bubble) shaded; the measured bubble
+ * fraction beside the formula (p-1)/(m+p-1). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "views.h"
+
+static int is_pipeline_event(const rl_trace_event *e)
+{
+    return e->phase == 'F' || e->phase == 'B' || e->phase == 'W';
+}
+
+static rl_style phase_style(char phase)
+{
+    int col = phase == 'F' ? RL_COLOR_CYAN : phase == 'B' ? RL_COLOR_GREEN : RL_COLOR_MAGENTA;
+    return RL_STYLE(RL_COLOR_BLACK, col, 0);
+}
+
+static rl_glyph phase_fill(char phase)
+{
+    if (phase == 'F')
+        return RL_GLYPH(0x2500, '>'); /* ─ */
+    if (phase == 'B')
+        return RL_GLYPH(0x2550, '<'); /* ═ */
+    return RL_GLYPH(0x2504, 'w');     /* ┄ */
+}
+
+/* Number of distinct non-negative values (< 2^30) of one tag over the selected events. */
+static int count_distinct(const rl_trace *t, const unsigned char *sel, rl_tag tag)
+{
+    int n = 0, cap = 0, *v = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        int x = t->ev[i].tags[tag], seen = 0;
+        if (!sel[i] || x < 0)
+            continue;
+        for (int k = 0; k < n && !seen; k++)
+            seen = v[k] == x;
+        if (seen)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = x;
+    }
+    free(v);
+    return n;
+}
+
+typedef struct { int rank, stage; double busy; } pipe_row;
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const pipe_row *a = pa, *b = pb;
+    if (a->stage != b->stage)
+        return a->stage < b->stage ? -1 : 1;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
+{
+    const rl_trace *t = m->trace;
+    int *steps = NULL;
+    int nsteps = rl_tui_distinct_steps(t, is_pipeline_event, &steps);
+    if (s->step_idx >= nsteps)
+        s->step_idx = nsteps > 0 ? nsteps - 1 : 0;
+    if (s->step_idx < 0)
+        s->step_idx = 0;
+    int step = nsteps > 0 ? steps[s->step_idx] : -1;
+    free(steps);
+
+    unsigned char *sel = calloc(t->n ? t->n : 1, 1);
+    int *row_of = malloc((size_t)t->nranks * sizeof *row_of);
+    pipe_row *rows = calloc((size_t)t->nranks, sizeof *rows);
+    if (!sel || !row_of || !rows) {
+        rl_canvas_text(c, 1, y0, -1, RL_TUI_HILITE, "out of memory");
+        goto done;
+    }
+    double T0 = INFINITY, T1 = -INFINITY;
+    size_t nsel = 0;
+    for (int r = 0; r < t->nranks; r++)
+        row_of[r] = -1;
+    int nrows = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        if (!is_pipeline_event(e) || (step >= 0 && e->tags[RL_TAG_STEP] != step) || e->rank < 0 ||
+            e->rank >= t->nranks)
+            continue;
+        sel[i] = 1;
+        nsel++;
+        if (e->vstart < T0)
+            T0 = e->vstart;
+        if (e->vend > T1)
+            T1 = e->vend;
+        if (row_of[e->rank] < 0) {
+            row_of[e->rank] = nrows;
+            rows[nrows++] = (pipe_row){ e->rank, e->tags[RL_TAG_STAGE] >= 0 ? e->tags[RL_TAG_STAGE] : e->rank, 0 };
+        }
+    }
+    if (nsel == 0) {
+        rl_canvas_text(c, 1, y0 + 1, -1, RL_TUI_HILITE, "No pipeline events in this trace.");
+        rl_canvas_text(c, 1, y0 + 2, -1, RL_STYLE_PLAIN,
+                       "Pipeline runs (lab 30.4) tag their ops with phase F/B/W, micro-batch and stage;");
+        rl_canvas_text(c, 1, y0 + 3, -1, RL_STYLE_PLAIN, "this view draws them as a stage x time grid.");
+        goto done;
+    }
+    if (T1 <= T0)
+        T1 = T0 + 1e-9;
+    qsort(rows, (size_t)nrows, sizeof *rows, row_cmp);
+    for (int k = 0; k < nrows; k++)
+        row_of[rows[k].rank] = k;
+
+    int p = count_distinct(t, sel, RL_TAG_STAGE), mb = count_distinct(t, sel, RL_TAG_MICROBATCH);
+    int v = count_distinct(t, sel, RL_TAG_CHUNK);
+    if (p == 0)
+        p = nrows;
+    if (v < 1)
+        v = 1;
+
+    char label[48], buf[512], a[32], b[32];
+    snprintf(label, sizeof label, " stage %d r%d ", rows[nrows - 1].stage, t->nranks - 1);
+    int lw = (int)strlen(label);
+    int plot_x = lw, plot_w = c->w - lw - 1;
+    double dt = (T1 - T0) / plot_w;
+    int y = y0;
+    if (step >= 0)
+        snprintf(buf, sizeof buf, "step %d (%d of %d, n/p: next/previous) · %s – %s", step, s->step_idx + 1,
+                 nsteps, rl_tui_fmt_time(T0, a, sizeof a), rl_tui_fmt_time(T1, b, sizeof b));
+    else
+        snprintf(buf, sizeof buf, "whole run (events carry no step tag) · %s – %s", rl_tui_fmt_time(T0, a, sizeof a),
+                 rl_tui_fmt_time(T1, b, sizeof b));
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
+
+    int nvis = y1 - y - 5;
+    if (nvis < 1)
+        nvis = 1;
+    int ygrid = y;
+    for (int k = 0; k < nrows && k < nvis; k++) {
+        snprintf(label, sizeof label, " stage %d r%d", rows[k].stage, rows[k].rank);
+        rl_canvas_text(c, 0, ygrid + k, lw, RL_STYLE_PLAIN, label);
+        rl_canvas_fill(c, plot_x, ygrid + k, plot_w, 1, RL_G_LIGHT, RL_TUI_DIM);
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        if (!sel[i])
+            continue;
+        const rl_trace_event *e = &t->ev[i];
+        int k = row_of[e->rank];
+        double s0 = e->vstart > T0 ? e->vstart : T0, s1 = e->vend < T1 ? e->vend : T1;
+        if (s1 > s0)
+            rows[k].busy += s1 - s0;
+        if (k >= nvis)
+            continue;
+        int x0 = (int)lround((e->vstart - T0) / dt), x1 = (int)lround((e->vend - T0) / dt);
+        if (x1 <= x0)
+            x1 = x0 + 1;
+        if (x1 > plot_w)
+            x1 = plot_w;
+        rl_style st = phase_style(e->phase);
+        rl_canvas_fill(c, plot_x + x0, ygrid + k, x1 - x0, 1, phase_fill(e->phase), st);
+        char lab[24];
+        if (e->tags[RL_TAG_MICROBATCH] >= 0)
+            snprintf(lab, sizeof lab, "%c%d", e->phase, e->tags[RL_TAG_MICROBATCH]);
+        else
+            snprintf(lab, sizeof lab, "%c", e->phase);
+        if ((int)strlen(lab) > x1 - x0)
+            lab[1] = 0;
+        st.attr = RL_ATTR_BOLD;
+        rl_canvas_text(c, plot_x + x0, ygrid + k, x1 - x0, st, lab);
+    }
+    y = ygrid + (nrows < nvis ? nrows : nvis);
+    if (nrows > nvis)
+        rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nrows - nvis);
+
+    double busy = 0;
+    for (int k = 0; k < nrows; k++)
+        busy += rows[k].busy;
+    double measured = 1 - busy / (nrows * (T1 - T0));
+    if (measured < 0)
+        measured = 0;
+    y++;
+    double formula = (double)(p - 1) / (v * mb + p - 1);
+    if (v > 1)
+        snprintf(buf, sizeof buf,
+                 "bubble: measured %.1f%%   formula (p-1)/(v·m+p-1) = %d/%d = %.1f%%", 100 * measured, p - 1,
+                 v * mb + p - 1, 100 * formula);
+    else
+        snprintf(buf, sizeof buf,
+                 "bubble: measured %.1f%%   formula (p-1)/(m+p-1) = %d/%d = %.1f%%", 100 * measured, p - 1,
+                 mb + p - 1, 100 * formula);
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_TUI_HILITE, buf);
+    if (v > 1)
+        snprintf(buf, sizeof buf, "p=%d stages, m=%d micro-batches, v=%d chunks per stage · measured = idle share of the grid",
+                 p, mb, v);
+    else
+        snprintf(buf, sizeof buf, "p=%d stages, m=%d micro-batches · measured = idle share of the grid above", p, mb);
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
+    int x = 1;
+    static const char phases[] = { 'F', 'B', 'W' };
+    static const char *const names[] = { "forward", "backward", "weight grad" };
+    for (int k = 0; k < 3; k++) {
+        rl_style st = phase_style(phases[k]);
+        rl_canvas_printf(c, x, y, 3, st, "%c0", phases[k]);
+        rl_canvas_put(c, x + 2, y, phase_fill(phases[k]), st);
+        x += 4 + rl_canvas_text(c, x + 4, y, -1, RL_STYLE_PLAIN, names[k]) + 2;
+    }
+    rl_canvas_put(c, x, y, RL_G_LIGHT, RL_TUI_DIM);
+    x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, "bubble") + 2;
+    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ number = micro-batch");
+done:
+    free(sel);
+    free(row_of);
+    free(rows);
+}

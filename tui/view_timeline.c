@@ -1,0 +1,269 @@
+/* view_timeline.c — one lane per rank x stream, boxes by category over virtual time, with
+ * zoom, pan, a cursor and the share of comm hidden behind compute in the window. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "views.h"
+
+/* Timeline rows besides the lanes: axis, cursor marker, event line, window line, legend. */
+enum { FIXED_ROWS = 5 };
+
+/* The window shown (the whole run when following). */
+static void window_of(const rl_tui_state *s, const rl_tui_model *m, double *t0, double *t1)
+{
+    if (s->follow || !(s->t1 > s->t0)) {
+        *t0 = m->t_min;
+        *t1 = m->t_max;
+    } else {
+        *t0 = s->t0;
+        *t1 = s->t1;
+    }
+}
+
+static int cursor_col(const rl_tui_state *s, int plot_w)
+{
+    if (s->cursor_col < 0)
+        return plot_w / 2;
+    return s->cursor_col < plot_w ? s->cursor_col : plot_w - 1;
+}
+
+/* Sets the window to [t0, t0 + w) kept inside the run; the whole run means follow. */
+static void set_window(rl_tui_state *s, const rl_tui_model *m, double t0, double w)
+{
+    double total = m->t_max - m->t_min;
+    double min_w = 1e-9 * (s->plot_w > 0 ? s->plot_w : 100);
+    if (w >= total) {
+        s->follow = 1;
+        s->t0 = m->t_min;
+        s->t1 = m->t_max;
+        return;
+    }
+    if (w < min_w)
+        w = min_w;
+    if (t0 < m->t_min)
+        t0 = m->t_min;
+    if (t0 + w > m->t_max)
+        t0 = m->t_max - w;
+    s->follow = 0;
+    s->t0 = t0;
+    s->t1 = t0 + w;
+}
+
+void rl_tui_timeline_zoom(rl_tui_state *s, const rl_tui_model *m, double factor)
+{
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    int pw = s->plot_w > 0 ? s->plot_w : 100;
+    double frac = (cursor_col(s, pw) + 0.5) / pw;
+    double tc = t0 + frac * (t1 - t0);
+    double w = (t1 - t0) * factor;
+    set_window(s, m, tc - frac * w, w);
+}
+
+void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction)
+{
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    if (s->follow)
+        return; /* the whole run is shown: nothing to pan to */
+    set_window(s, m, t0 + fraction * (t1 - t0), t1 - t0);
+}
+
+/* A box label: long ("all_reduce b2") when it fits in width columns, else short ("b2"). */
+static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int width)
+{
+    char tag[24] = "";
+    if (e->tags[RL_TAG_BUCKET] >= 0)
+        snprintf(tag, sizeof tag, "b%d", e->tags[RL_TAG_BUCKET]);
+    else if (e->phase && e->tags[RL_TAG_MICROBATCH] >= 0)
+        snprintf(tag, sizeof tag, "%c%d", e->phase, e->tags[RL_TAG_MICROBATCH]);
+    else if (e->tags[RL_TAG_MICROBATCH] >= 0)
+        snprintf(tag, sizeof tag, "mb%d", e->tags[RL_TAG_MICROBATCH]);
+    else if (e->tags[RL_TAG_CHUNK] >= 0)
+        snprintf(tag, sizeof tag, "c%d", e->tags[RL_TAG_CHUNK]);
+    snprintf(buf, n, "%s%s%s", e->name, tag[0] ? " " : "", tag);
+    if (rl_canvas_text_width(buf) <= width)
+        return buf;
+    if (tag[0] && (int)strlen(tag) <= width) {
+        snprintf(buf, n, "%s", tag);
+        return buf;
+    }
+    return NULL;
+}
+
+static void draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
+{
+    double dt = (t1 - t0) / w;
+    /* a nice tick step (1, 2, 5 x 10^k) leaving >= 12 columns between labels */
+    double want = dt * 12, step = pow(10, floor(log10(want)));
+    if (step * 2 >= want)
+        step *= 2;
+    else if (step * 5 >= want)
+        step *= 5;
+    else
+        step *= 10;
+    char buf[32];
+    for (double t = ceil(t0 / step) * step; t < t1; t += step) {
+        int x = (int)floor((t - t0) / dt);
+        if (x < 0 || x >= w)
+            continue;
+        rl_canvas_put(c, x0 + x, y, RL_G_TICK, RL_TUI_DIM);
+        rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
+        rl_canvas_text(c, x0 + x + 1, y, w - x - 1, RL_TUI_DIM, buf);
+    }
+}
+
+static void draw_lane(rl_canvas *c, int x0, int y, int w, const rl_tui_model *m, const rl_tui_lane *l,
+                      double t0, double t1)
+{
+    double dt = (t1 - t0) / w, cov[RL_TUI_NLANECATS];
+    for (int x = 0; x < w; x++) {
+        double a = t0 + x * dt, b = a + dt;
+        rl_tui_lane_coverage(l, a, b, cov);
+        int dom = -1;
+        for (int k = 0; k < RL_TUI_NLANECATS; k++)
+            if (cov[k] > 0 && (dom < 0 || cov[k] > cov[dom]))
+                dom = k;
+        if (dom < 0)
+            continue;
+        const rl_tui_span *rep = rl_tui_lane_at(l, (a + b) / 2);
+        int bucket = rep && rep->cat == dom ? m->trace->ev[rep->ev].tags[RL_TAG_BUCKET] : -1;
+        rl_canvas_put(c, x0 + x, y, rl_tui_cat_glyph((rl_cat)dom), rl_tui_cat_style((rl_cat)dom, bucket));
+    }
+    /* labels, only when few enough events are visible for any to fit */
+    size_t i0 = rl_tui_lane_first_after(l, t0), i1 = rl_tui_lane_first_start_at(l, t1);
+    if (i1 <= i0 || i1 - i0 > (size_t)w)
+        return;
+    char buf[96];
+    for (size_t i = i0; i < i1; i++) {
+        const rl_tui_span *sp = &l->spans[i];
+        int cx0 = (int)ceil((sp->start - t0) / dt), cx1 = (int)floor((sp->end - t0) / dt);
+        if (cx0 < 0)
+            cx0 = 0;
+        if (cx1 > w)
+            cx1 = w;
+        int width = cx1 - cx0;
+        if (width < 2)
+            continue;
+        const rl_trace_event *e = &m->trace->ev[sp->ev];
+        const char *lab = event_label(e, buf, sizeof buf, width - 1);
+        if (!lab)
+            continue;
+        rl_style st = rl_tui_cat_style(e->cat, e->tags[RL_TAG_BUCKET]);
+        st = RL_STYLE(RL_COLOR_BLACK, st.fg, 0);
+        rl_canvas_text(c, x0 + cx0 + (width - rl_canvas_text_width(lab)) / 2, y, width, st, lab);
+    }
+}
+
+static void describe_event(char *buf, size_t n, const rl_trace_event *e)
+{
+    char st[32], du[32], by[32], fl[32], tags[128] = "";
+    size_t k = 0;
+    for (int t = 0; t < RL_NTAGS && k < sizeof tags; t++)
+        if (e->tags[t] >= 0)
+            k += (size_t)snprintf(tags + k, sizeof tags - k, " %s %d", rl_tag_name((rl_tag)t), e->tags[t]);
+    if (e->phase && k < sizeof tags)
+        k += (size_t)snprintf(tags + k, sizeof tags - k, " phase %c", e->phase);
+    if (e->seq >= 0 && k < sizeof tags)
+        snprintf(tags + k, sizeof tags - k, " seq %lld", (long long)e->seq);
+    snprintf(buf, n, "%s [%s%s] · start %s · dur %s · %s · %s", e->name, rl_cat_name(e->cat), tags,
+             rl_tui_fmt_time(e->vstart, st, sizeof st), rl_tui_fmt_time(e->vend - e->vstart, du, sizeof du),
+             rl_tui_fmt_bytes(e->bytes, by, sizeof by), rl_tui_fmt_flops(e->flops, fl, sizeof fl));
+}
+
+void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
+{
+    int nl = m->nlanes;
+    char label[40], buf[512], a[32], b[32];
+    snprintf(label, sizeof label, " r%d compute", m->trace->nranks - 1);
+    int lw = (int)strlen(label) + 1;
+    int plot_x = lw, plot_w = c->w - lw - 1;
+    s->plot_w = plot_w;
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    s->t0 = t0;
+    s->t1 = t1;
+    if (m->trace->n == 0) {
+        rl_canvas_text(c, 1, y0 + 1, -1, RL_TUI_HILITE, "This trace has no events yet.");
+        return;
+    }
+    double dt = (t1 - t0) / plot_w;
+    int cc = cursor_col(s, plot_w);
+    double tc = t0 + (cc + 0.5) * dt;
+
+    /* lanes that fit, keeping the selected one in view */
+    int nvis = y1 - y0 - FIXED_ROWS;
+    if (nvis < 1)
+        nvis = 1;
+    if (s->lane >= nl)
+        s->lane = nl - 1;
+    if (s->lane < 0)
+        s->lane = 0;
+    if (s->lane < s->lane_top)
+        s->lane_top = s->lane;
+    if (s->lane >= s->lane_top + nvis)
+        s->lane_top = s->lane - nvis + 1;
+    if (s->lane_top > nl - nvis)
+        s->lane_top = nl - nvis > 0 ? nl - nvis : 0;
+
+    int y = y0;
+    draw_axis(c, plot_x, y++, plot_w, t0, t1);
+    for (int li = s->lane_top; li < nl && li < s->lane_top + nvis; li++, y++) {
+        const rl_tui_lane *l = &m->lanes[li];
+        int sel = li == s->lane;
+        snprintf(label, sizeof label, "%cr%d %s", sel ? '>' : ' ', l->rank, l->stream ? "comm" : "compute");
+        rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, label);
+        draw_lane(c, plot_x, y, plot_w, m, l, t0, t1);
+        rl_cell *cell = rl_canvas_cell(c, plot_x + cc, y);
+        if (cell)
+            cell->style.attr |= RL_ATTR_REVERSE;
+    }
+    if (s->lane_top + nvis < nl)
+        rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nl - s->lane_top - nvis);
+
+    rl_canvas_put(c, plot_x + cc, y, RL_G_UP, RL_TUI_HILITE);
+    rl_tui_fmt_time(tc, a, sizeof a);
+    snprintf(buf, sizeof buf, "cursor %s", a);
+    int tw = rl_canvas_text_width(buf);
+    rl_canvas_text(c, cc + 2 + tw <= plot_w ? plot_x + cc + 2 : plot_x + cc - 1 - tw, y, tw, RL_TUI_HILITE, buf);
+    y++;
+
+    const rl_tui_lane *sel = &m->lanes[s->lane];
+    const rl_tui_span *sp = rl_tui_lane_at(sel, tc);
+    if (sp) {
+        char d[400];
+        describe_event(d, sizeof d, &m->trace->ev[sp->ev]);
+        snprintf(buf, sizeof buf, "r%d %s: %s", sel->rank, sel->stream ? "comm" : "compute", d);
+    } else {
+        snprintf(buf, sizeof buf, "r%d %s: no event at the cursor (move it with , and . or pan)", sel->rank,
+                 sel->stream ? "comm" : "compute");
+    }
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
+
+    double hidden = rl_tui_comm_hidden(m, t0, t1);
+    char hid[64];
+    if (hidden < 0)
+        snprintf(hid, sizeof hid, "comm hidden: - (no comm in window)");
+    else
+        snprintf(hid, sizeof hid, "comm hidden: %.0f%% (comm-stream time under compute)", 100 * hidden);
+    snprintf(buf, sizeof buf, "window %s – %s (zoom x%.3g) · %s", rl_tui_fmt_time(t0, a, sizeof a),
+             rl_tui_fmt_time(t1, b, sizeof b), (m->t_max - m->t_min) / (t1 - t0), hid);
+    rl_canvas_text(c, 1, y, c->w - 2, RL_STYLE_PLAIN, buf);
+    /* make the headline number stand out */
+    const char *p = strstr(buf, "comm hidden");
+    if (p) {
+        int col = 1 + rl_canvas_text_width(buf) - rl_canvas_text_width(p);
+        int hl = (int)(strchr(hid, '(') ? strchr(hid, '(') - hid : (long)strlen(hid));
+        for (int k = 0; k < hl && col + k < c->w - 1; k++)
+            rl_canvas_restyle(c, col + k, y, RL_TUI_HILITE);
+    }
+    y++;
+
+    int x = 1;
+    static const rl_cat cats[] = { RL_CAT_COMPUTE, RL_CAT_COMM, RL_CAT_P2P, RL_CAT_IDLE };
+    for (int k = 0; k < 4; k++) {
+        rl_canvas_put(c, x, y, rl_tui_cat_glyph(cats[k]), rl_tui_cat_style(cats[k], -1));
+        x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_cat_name(cats[k])) + 2;
+    }
+    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +/- zoom  ←→/hl pan  ↑↓/jk lane  ,. cursor  0 whole run");
+}

@@ -1,0 +1,40 @@
+/* views.h — the five views and the helpers they share (inside tui/ only). Each view draws
+ * into the rows [y0, y1) of the canvas. */
+#ifndef RL_TUI_VIEWS_H
+#define RL_TUI_VIEWS_H
+#include <stddef.h>
+#include "canvas.h"
+#include "model.h"
+#include "tui.h"
+
+void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);
+void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);
+void rl_tui_view_shapes(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);
+void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);
+void rl_tui_view_mesh(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);
+
+/* Timeline navigation (tui.c routes keys here). */
+void rl_tui_timeline_zoom(rl_tui_state *s, const rl_tui_model *m, double factor);
+void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction);
+/* Moves the mesh view's selected rank by (dx, dy) on its grid. */
+void rl_tui_mesh_move(rl_tui_state *s, const rl_tui_model *m, int dx, int dy);
+
+/* "1.25 ms", "250 µs", "3.00 s" (3 significant digits). */
+char *rl_tui_fmt_time(double seconds, char *buf, size_t n);
+/* "1.20 GFLOP", "0 FLOP". */
+char *rl_tui_fmt_flops(double flops, char *buf, size_t n);
+/* "12.50 MiB" (binary units). */
+char *rl_tui_fmt_bytes(double bytes, char *buf, size_t n);
+
+/* The distinct values of a tag over the events selected by a filter (sorted, caller
+ * frees); returns the count. */
+int rl_tui_distinct_steps(const rl_trace *t, int (*keep)(const rl_trace_event *e), int **out);
+
+/* Styles shared by the views. */
+rl_style rl_tui_cat_style(rl_cat cat, int bucket);
+rl_glyph rl_tui_cat_glyph(rl_cat cat);
+#define RL_TUI_TITLE  RL_STYLE(RL_COLOR_BRIGHT_WHITE, RL_COLOR_DEFAULT, RL_ATTR_BOLD)
+#define RL_TUI_DIM    RL_STYLE(RL_COLOR_GREY, RL_COLOR_DEFAULT, 0)
+#define RL_TUI_HILITE RL_STYLE(RL_COLOR_BRIGHT_YELLOW, RL_COLOR_DEFAULT, RL_ATTR_BOLD)
+
+#endif
