@@ -132,8 +132,14 @@ help:
 	@echo "  make deps         install the Debian packages the build and tests need (as root)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
+	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"
 	@echo "  make clean        remove build/"
 	@echo "Tools (each with --help): build/ringlab bench COLLECTIVE ..."
+
+# Replays a trace in the TUI (keys 1-5 views, ? help, q quit).
+view: $(RINGLAB)
+	@test -n "$(TRACE)" || { echo "usage: make view TRACE=run.json   (a trace written by a run with --trace FILE)" >&2; exit 2; }
+	$(RINGLAB) view $(TRACE)
 
 clean:
 	rm -rf $(BUILD) build
