@@ -60,9 +60,9 @@ banner:
 	@echo "  $(call ok,$(HAVE_CHECK)) Check                      $(if $(HAVE_CHECK),make test and graders,no tests or grading: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_OPENBLAS)) OpenBLAS                   $(if $(HAVE_OPENBLAS),fp32 GEMM,plain C GEMM loop (slower))"
 	@echo "  $(call ok,$(HAVE_NCURSES)) ncurses                    $(if $(HAVE_NCURSES),live TUI,headless renders only)"
-	@echo "  $(call ok,$(HAVE_NVCC)) CUDA (nvcc)                $(if $(HAVE_NVCC),found; the GPU backend is not part of this build yet,CPU only)"
-	@echo "  $(call ok,$(HAVE_NCCL)) NCCL                       $(if $(HAVE_NCCL),$(NCCL_INC),not found)"
-	@echo "  $(call ok,$(HAVE_MPI)) MPI (mpicc)                $(if $(HAVE_MPI),found,not found: launch without mpirun)"
+	@echo "  $(call ok,$(HAVE_NVCC)) CUDA (nvcc)                $(if $(HAVE_NVCC),GPU backend built ($(CUDA_HOME); $(CUDA_ARCH_NAME)); --backend cuda needs a GPU at run time,$(if $(filter 0,$(CUDA)),off (CUDA=0): CPU only,not found: CPU only (sim backend)))"
+	@echo "  $(call ok,$(HAVE_NCCL)) NCCL                       $(if $(HAVE_NCCL),$(NCCL_INC): one GPU per rank through NCCL,$(if $(filter 0,$(NCCL)),off (NCCL=0),not found)$(if $(HAVE_NVCC),: ranks use the device-memory transport,))"
+	@echo "  $(call ok,$(HAVE_MPI)) MPI (mpicc)                $(if $(HAVE_MPI),unique id by MPI_Bcast under mpirun,$(if $(filter 0,$(MPI)),off (MPI=0),not found): multi-process launch through RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)"
 ifneq ($(HAVE_JANSSON),1)
 	@echo "ringlab needs the jansson JSON library: run 'make deps' (as root) or: apt-get install -y libjansson-dev" >&2
 	@exit 1
@@ -105,6 +105,69 @@ $(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(CHECK_LIBS) -o $@
 
+# ================================================================ CUDA / NCCL / MPI (GPU backend, issue 6)
+# Owned by the GPU backend; other rules stay above and below. Every part is optional:
+#   make CUDA=0   CPU only (no nvcc needed)      make NCCL=0   GPU build without NCCL
+#   make MPI=0    no MPI (env launcher only)     CUDA_HOME=..., NCCL_HOME=... other installs
+# C files never include CUDA headers: they call the plain-C API of common/cuda_backend.h,
+# implemented in common/*.cu (compiled by nvcc). RL_HAVE_CUDA / RL_HAVE_NCCL / RL_HAVE_MPI
+# tell the C side what was built.
+ifeq ($(CUDA),0)
+  HAVE_NVCC :=
+endif
+ifeq ($(MPI),0)
+  HAVE_MPI :=
+endif
+ifneq ($(NCCL_HOME),)
+  NCCL_INC  := $(wildcard $(NCCL_HOME)/include/nccl.h)
+  HAVE_NCCL := $(if $(NCCL_INC),1,)
+endif
+ifneq ($(HAVE_NVCC),1)
+  HAVE_NCCL :=
+endif
+ifeq ($(NCCL),0)
+  HAVE_NCCL :=
+endif
+NVCC           ?= nvcc
+CUDA_HOME      ?= $(patsubst %/bin/nvcc,%,$(shell command -v $(NVCC) 2>/dev/null))
+CUDA_ARCH      ?= -gencode arch=compute_90,code=[sm_90,compute_90]
+CUDA_ARCH_NAME ?= sm_90 + PTX
+CU_SRC         := $(wildcard common/*.cu)
+cuobj = $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(1))
+ifeq ($(HAVE_NVCC),1)
+  CFLAGS      += -DRL_HAVE_CUDA
+  NVFLAGS     := -std=c++17 -g -O2 $(CUDA_ARCH) -Icommon -DRL_HAVE_CUDA -Werror all-warnings \
+                 -Xcompiler -Wall,-Wextra,-Werror,-fPIC
+  CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so))
+  CUDA_LIBDIR := $(patsubst %/,%,$(dir $(CUDA_LIBDIR)))
+  LDLIBS      += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+  ifeq ($(HAVE_NCCL),1)
+    NCCL_LIBDIR := $(firstword $(wildcard $(dir $(NCCL_INC))../lib/libnccl.so* $(dir $(NCCL_INC))../lib64/libnccl.so*))
+    NCCL_LIBDIR := $(abspath $(dir $(NCCL_LIBDIR)))
+    NCCL_SONAME := $(if $(wildcard $(NCCL_LIBDIR)/libnccl.so),-lnccl,-l:libnccl.so.2)
+    CFLAGS  += -DRL_HAVE_NCCL
+    NVFLAGS += -DRL_HAVE_NCCL -I$(dir $(NCCL_INC))
+    LDLIBS  += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) $(NCCL_SONAME)
+  endif
+  $(LIB): $(call cuobj,$(CU_SRC))
+endif
+ifeq ($(HAVE_MPI),1)
+  MPI_LIBS ?= $(or $(shell mpicc --showme:link 2>/dev/null),$(wordlist 2,999,$(shell mpicc -link_info 2>/dev/null)))
+  CFLAGS   += -DRL_HAVE_MPI
+  LDLIBS   += $(MPI_LIBS)
+  $(BUILD)/obj/common/bootstrap_mpi.o: CC := mpicc
+endif
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC  $<"
+	@$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+
+.PHONY: gpu-check
+gpu-check:
+	@bash docs/gpu-check.sh
+# ================================================================ end of CUDA / NCCL / MPI
+
 # ---------------------------------------------------------------- tests
 # The whole suite: the sanitizer build first, then the normal build (its Check summary
 # is the last line).
@@ -132,6 +195,7 @@ help:
 	@echo "  make deps         install the Debian packages the build and tests need (as root)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
+	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"
 	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"
 	@echo "  make clean        remove build/"
 	@echo "Tools (each with --help): build/ringlab bench COLLECTIVE ..."

@@ -176,6 +176,8 @@ static void enqueue(rl_ctx *ctx, rl_work *w)
 {
     w->enq_v = ctx->clock[ctx->cur == RL_STREAM_COMM ? RL_STREAM_COMPUTE : ctx->cur];
     w->t_enq = rl_wall_now(ctx);
+    if (ctx->world->gpu_mode) /* GPU backend hook (issue 6): comm stream waits for compute */
+        rl_backend_comm_after_compute(ctx);
     pthread_mutex_lock(&ctx->qmu);
     if (ctx->qtail)
         ctx->qtail->next = w;
@@ -653,9 +655,14 @@ rl_comm *rl_comm_split(rl_comm *parent, int color, int key)
 #define BLOCK 1024
 
 /* dst[lo..hi) = reduction over srcs[0..n) of elements lo..hi, in rank order. */
-static void reduce_range(rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst,
+static void reduce_range(rl_ctx *ctx, rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst,
                          int64_t lo, int64_t hi)
 {
+    if (ctx->world->gpu_mode) { /* GPU backend hook (issue 6): device-memory transport */
+        if (rl_backend_reduce(ctx, (int)dt, (int)op, n, srcs, dst, lo, hi))
+            rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, rl_last_error(ctx));
+        return;
+    }
     float acc[BLOCK];
     for (int64_t b = lo; b < hi; b += BLOCK) {
         int64_t m = hi - b < BLOCK ? hi - b : BLOCK;
@@ -694,8 +701,14 @@ static void reduce_range(rl_dtype dt, rl_redop op, int n, const void *const *src
     }
 }
 
-static void copy_bytes(void *dst, const void *src, int64_t bytes)
+static void copy_bytes(rl_ctx *ctx, void *dst, const void *src, int64_t bytes)
 {
+    if (ctx->world->gpu_mode) { /* GPU backend hook (issue 6): device-memory transport */
+        char err[256];
+        if (rl_backend_comm_copy(ctx, dst, src, bytes, err, sizeof err))
+            rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, err);
+        return;
+    }
     if (dst != src && bytes > 0)
         memmove(dst, src, (size_t)bytes);
 }
@@ -902,9 +915,10 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         }
         /* the scratch buffer is kept between calls: fresh pages would cost a page fault each */
         if (scratch * (int64_t)es > s->scratch_bytes) {
-            free(s->scratch);
+            int dev = ctx->world->gpu_mode != 0; /* GPU backend hook (issue 6): device scratch */
+            dev ? rl_backend_scratch_free(ctx->world, s->scratch) : free(s->scratch);
             s->scratch_bytes = scratch * (int64_t)es;
-            s->scratch = malloc((size_t)s->scratch_bytes);
+            s->scratch = dev ? rl_backend_scratch_alloc(ctx->world, s->scratch_bytes) : malloc((size_t)s->scratch_bytes);
         }
         pthread_cond_broadcast(&g->cv);
     }
@@ -922,18 +936,18 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     switch (d->kind) {
     case RL_COLL_ALL_REDUCE:
     case RL_COLL_REDUCE:
-        reduce_range(d->dtype, d->op, n, src, scr, chunk_lo(c, n, me), chunk_lo(c, n, me + 1));
+        reduce_range(ctx, d->dtype, d->op, n, src, scr, chunk_lo(c, n, me), chunk_lo(c, n, me + 1));
         break;
     case RL_COLL_REDUCE_SCATTER: {
         int64_t rc = d->recv_numel;
-        reduce_range(d->dtype, d->op, n, src, scr, rc * me, rc * (me + 1));
+        reduce_range(ctx, d->dtype, d->op, n, src, scr, rc * me, rc * (me + 1));
         break;
     }
     case RL_COLL_ALL_TO_ALL: {
         int64_t cc = c / n;
         for (int q = 0; q < n; q++)
-            memcpy(scr + ((int64_t)me * n + q) * cc * (int64_t)es, (const char *)src[q] + me * cc * (int64_t)es,
-                   (size_t)(cc * (int64_t)es));
+            copy_bytes(ctx, scr + ((int64_t)me * n + q) * cc * (int64_t)es,
+                       (const char *)src[q] + me * cc * (int64_t)es, cc * (int64_t)es);
         break;
     }
     case RL_COLL_ALL_TO_ALLV: {
@@ -943,7 +957,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
                 off += s->posted[p]->counts[2 * n + q];
         for (int q = 0; q < n; q++) {
             int64_t cnt = s->posted[q]->counts[me], at = s->posted[q]->counts[n + me];
-            memcpy(scr + off * (int64_t)es, (const char *)src[q] + at * (int64_t)es, (size_t)(cnt * (int64_t)es));
+            copy_bytes(ctx, scr + off * (int64_t)es, (const char *)src[q] + at * (int64_t)es, cnt * (int64_t)es);
             off += cnt;
         }
         break;
@@ -963,24 +977,24 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     /* phase B: writes of this rank's recv buffer */
     switch (d->kind) {
     case RL_COLL_ALL_REDUCE:
-        copy_bytes(d->recv, scr, c * (int64_t)es);
+        copy_bytes(ctx, d->recv, scr, c * (int64_t)es);
         break;
     case RL_COLL_REDUCE:
         if (me == d->root)
-            copy_bytes(d->recv, scr, c * (int64_t)es);
+            copy_bytes(ctx, d->recv, scr, c * (int64_t)es);
         break;
     case RL_COLL_REDUCE_SCATTER:
-        copy_bytes(d->recv, scr + d->recv_numel * me * (int64_t)es, d->recv_numel * (int64_t)es);
+        copy_bytes(ctx, d->recv, scr + d->recv_numel * me * (int64_t)es, d->recv_numel * (int64_t)es);
         break;
     case RL_COLL_ALL_GATHER:
         for (int q = 0; q < n; q++)
-            copy_bytes((char *)d->recv + (int64_t)q * c * (int64_t)es, src[q], c * (int64_t)es);
+            copy_bytes(ctx, (char *)d->recv + (int64_t)q * c * (int64_t)es, src[q], c * (int64_t)es);
         break;
     case RL_COLL_BROADCAST:
-        copy_bytes(d->recv, src[d->root], d->recv_numel * (int64_t)es);
+        copy_bytes(ctx, d->recv, src[d->root], d->recv_numel * (int64_t)es);
         break;
     case RL_COLL_ALL_TO_ALL:
-        copy_bytes(d->recv, scr + (int64_t)me * c * (int64_t)es, c * (int64_t)es);
+        copy_bytes(ctx, d->recv, scr + (int64_t)me * c * (int64_t)es, c * (int64_t)es);
         break;
     case RL_COLL_ALL_TO_ALLV: {
         int64_t off = 0;
@@ -989,7 +1003,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
                 off += s->posted[p]->counts[2 * n + q];
         for (int q = 0; q < n; q++) {
             int64_t cnt = d->counts[2 * n + q];
-            copy_bytes((char *)d->recv + d->counts[3 * n + q] * (int64_t)es, scr + off * (int64_t)es,
+            copy_bytes(ctx, (char *)d->recv + d->counts[3 * n + q] * (int64_t)es, scr + off * (int64_t)es,
                        cnt * (int64_t)es);
             off += cnt;
         }
@@ -1044,10 +1058,10 @@ static int run_single(rl_ctx *ctx, rl_op_desc *d)
     case RL_COLL_REDUCE:
     case RL_COLL_ALL_TO_ALL:
         if (d->recv && d->send)
-            copy_bytes(d->recv, d->send, bytes);
+            copy_bytes(ctx, d->recv, d->send, bytes);
         break;
     case RL_COLL_ALL_TO_ALLV:
-        copy_bytes((char *)d->recv + d->counts[3] * (int64_t)rl_dtype_size(d->dtype),
+        copy_bytes(ctx, (char *)d->recv + d->counts[3] * (int64_t)rl_dtype_size(d->dtype),
                    (const char *)d->send + d->counts[1] * (int64_t)rl_dtype_size(d->dtype),
                    d->counts[0] * (int64_t)rl_dtype_size(d->dtype));
         break;
@@ -1120,7 +1134,7 @@ static int do_recv(rl_ctx *ctx, rl_op_desc *d, double ready, double *vstart, dou
         st = RL_ERR_MISMATCH;
     } else {
         int64_t bytes = m->count * (int64_t)rl_dtype_size(m->dtype);
-        copy_bytes(d->recv, m->data, bytes);
+        copy_bytes(ctx, d->recv, m->data, bytes);
         int pair[2] = { g->granks[m->src], g->granks[m->dst] };
         const rl_link *link = rl_hw_group_link(ctx->world->hw, pair, 2);
         *vstart = m->ready_v > ready ? m->ready_v : ready;
@@ -1192,6 +1206,12 @@ static int execute(rl_ctx *ctx, rl_work *w)
     pthread_mutex_unlock(&ctx->qmu);
     double t = ready, end = ready, ws = rl_wall_now(ctx);
     int st = 0;
+    /* GPU backend hook (issue 6): NCCL runs the whole work item; the device transport first
+     * waits for this rank's comm stream (which waits for the compute work before the call) */
+    if (ctx->world->gpu_mode == RL_GPU_NCCL && !rl_backend_work_on_host(w))
+        return rl_backend_nccl_execute(ctx, w);
+    if (ctx->world->gpu_mode && rl_backend_comm_ready(ctx))
+        return RL_ERR_ABORTED;
     for (int i = 0; i < w->nops; i++)
         rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
     for (int i = 0; i < w->nops; i++)
@@ -1203,6 +1223,8 @@ static int execute(rl_ctx *ctx, rl_work *w)
             continue;
         double vs = t, ve = t;
         st = d->comm->g->n == 1 ? run_single(ctx, d) : run_collective(ctx, d, t, &vs, &ve);
+        if (!st && d->kind == RL_COLL_SPLIT && ctx->world->gpu_mode == RL_GPU_NCCL) /* GPU hook (issue 6) */
+            st = rl_backend_nccl_split(ctx, d);
         if (!st) {
             trace_op(ctx, w, d, vs, ve, ws);
             rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
@@ -1268,4 +1290,22 @@ void *rl_comm_worker(void *arg)
     }
     pthread_mutex_unlock(&ctx->qmu);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ GPU backend hooks (issue 6) */
+
+void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d)
+{
+    int64_t bytes = (d->kind == RL_COLL_RECV ? d->recv_numel : d->send_numel) * (int64_t)rl_dtype_size(d->dtype);
+    if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV) {
+        comm->counters.calls[d->kind]++;
+        *(d->kind == RL_COLL_SEND ? &comm->counters.bytes_sent : &comm->counters.bytes_recv) += bytes;
+        return;
+    }
+    count_coll(comm, d, d->kind == RL_COLL_ALL_TO_ALLV ? 0 : coll_bytes(NULL, comm->g->n, d), comm->g->n);
+}
+
+void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws)
+{
+    trace_op(ctx, w, d, vs, ve, ws);
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "ringlab.h"
+#include "backend.h"
 
 #define RL_FLIGHT_N 64   /* flight records kept per rank */
 #define RL_NSLOTS 4      /* collectives of one communicator in flight at once */
@@ -127,6 +128,7 @@ struct rl_comm {
     int64_t *p2p_send_seq, *p2p_recv_seq; /* per peer */
     rl_comm_counters counters;
     rl_comm *next_in_ctx;
+    void *nccl;                 /* GPU backend (issue 6): this rank's ncclComm_t, or NULL */
 };
 
 struct rl_world {
@@ -144,6 +146,8 @@ struct rl_world {
     int ranks_done;
     rl_rank_fn fn;
     void *fn_arg;
+    int gpu_mode;               /* GPU backend (issue 6): rl_gpu_mode of backend.h, 0 = sim */
+    int ngpus;                  /* GPU backend: GPUs this world uses */
 };
 
 struct rl_ctx {
@@ -181,6 +185,7 @@ struct rl_ctx {
     int thread_done;
     int is_rank_thread;
     int status;                 /* the rank function's result */
+    struct rl_cuda_rank *gpu;   /* GPU backend (issue 6): device, streams, cuBLAS; NULL on sim */
 };
 
 /* Wall seconds since the epoch of CLOCK_MONOTONIC. */
@@ -209,5 +214,8 @@ void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *verdict
 void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase);
 /* Frees every tensor still alive on ctx. */
 void rl_tensors_free_all(rl_ctx *ctx);
+/* GPU backend (issue 6): counts / traces a call done outside the sim rendezvous (comm.c). */
+void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d);
+void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws);
 
 #endif

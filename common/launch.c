@@ -231,7 +231,10 @@ static void commgroup_free(rl_commgroup *g)
         free(g->slots[s].ready);
         free(g->slots[s].split_group);
         free(g->slots[s].split_rank);
-        free(g->slots[s].scratch);
+        if (g->world->gpu_mode) /* GPU backend hook (issue 6): device scratch */
+            rl_backend_scratch_free(g->world, g->slots[s].scratch);
+        else
+            free(g->slots[s].scratch);
     }
     free(g->chan_head);
     free(g->chan_tail);
@@ -254,6 +257,7 @@ void rl_world_destroy(rl_world *w)
     for (int r = 0; r < w->n; r++)
         if (w->ctxs[r]->worker_started)
             pthread_join(w->ctxs[r]->worker, NULL);
+    rl_backend_world_free(w); /* GPU backend hook (issue 6): NCCL communicators, streams */
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
         while (c->comms) {
@@ -396,17 +400,14 @@ static rl_trace *collect_trace(rl_world *w)
     return t;
 }
 
-/* Checks the options against the backend and the hardware profile. */
-static int check_launch(const rl_opts *o)
+/* Checks the options against the backend and the hardware profile; *use_cuda and *ngpus
+ * say whether the run goes on GPUs (GPU backend hook, issue 6: backend.c decides). */
+static int check_launch(const rl_opts *o, int *use_cuda, int *ngpus)
 {
     const rl_hw *hw = o->hw ? o->hw : rl_hw_default();
-    if (o->backend == RL_BACKEND_CUDA) {
-        fprintf(stderr, "ringlab: this build has no CUDA backend (nvcc/NCCL were not found when it was "
-                        "built); use --backend sim\n");
-        return RL_ERR_UNSUPPORTED;
-    }
-    if (o->backend == RL_BACKEND_AUTO && !o->quiet)
-        fprintf(stderr, "ringlab: --backend auto: no GPU backend in this build, using sim\n");
+    int rc = rl_backend_resolve(o, use_cuda, ngpus);
+    if (rc)
+        return rc;
     int max = hw->gpus_per_node * hw->nodes;
     if (o->ranks < 1 || o->ranks > max) {
         fprintf(stderr, "ringlab: --ranks %d: the profile %s models %d GPUs (%d node%s of %d); use 1 to %d ranks%s\n",
@@ -451,10 +452,16 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         *rc = rl_error(NULL, RL_ERR_ARG, "rl_launch: options and rank function are required");
         return NULL;
     }
-    if ((*rc = check_launch(opts)))
+    int use_cuda = 0, ngpus = 0;
+    if ((*rc = check_launch(opts, &use_cuda, &ngpus)))
         return NULL;
+    rl_world *w = rl_world_create(opts);
+    if (use_cuda && (*rc = rl_backend_world_init(w, ngpus))) { /* GPU backend hook (issue 6) */
+        rl_world_destroy(w);
+        return NULL;
+    }
     rl_run *run = calloc(1, sizeof *run);
-    rl_world *w = run->w = rl_world_create(opts);
+    run->w = w;
     pthread_mutex_init(&run->mu, NULL);
     w->fn = fn;
     w->fn_arg = arg;

@@ -1,10 +1,63 @@
-/* tensor.c — tensors on host memory (device memory comes through the GPU backend). */
+/* tensor.c — tensors on host memory, or on device memory under --backend cuda (the GPU
+ * backend's hooks are marked "issue 6"; the CUDA calls live in backend.c and the .cu files). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bf16.h"
 #include "internal.h"
+
+/* ------------------------------------------------------------------ GPU backend hooks (issue 6)
+ * On a world running --backend cuda, tensors live in device memory (cudaMalloc, charged to
+ * the same account). Element access goes through host copies here; ops use device kernels. */
+
+static int on_gpu(const rl_tensor *t) { return t && t->device == RL_CUDA; }
+
+/* The tensor's elements as a fresh host f32 array (caller frees), or NULL with an error. */
+static float *dev_to_host_f32(const rl_tensor *t)
+{
+    float *h = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof(float));
+    if (!h || rl_tensor_to_f32(t, h, t->numel)) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* dst (device) ← n f32 host values converted to dst's dtype. */
+static int dev_from_host_f32(rl_tensor *t, const float *src, int64_t n)
+{
+    char err[256];
+    size_t es = rl_dtype_size(t->dtype);
+    void *h = t->dtype == RL_F32 ? (void *)src : malloc((size_t)(n > 0 ? n : 1) * es);
+    if (!h)
+        return rl_error(t->ctx, RL_ERR_NOMEM, "tensor '%s': out of host memory for a copy", t->name);
+    if (t->dtype == RL_BF16)
+        for (int64_t i = 0; i < n; i++)
+            ((rl_bf16 *)h)[i] = rl_f32_to_bf16(src[i]);
+    int rc = rl_backend_copy(t->ctx, rl_tensor_data(t), h, n * (int64_t)es, err, sizeof err);
+    if (h != src)
+        free(h);
+    return rc ? rl_error(t->ctx, RL_ERR_UNSUPPORTED, "tensor '%s': copy to the GPU failed: %s", t->name, err) : 0;
+}
+
+/* dst (host f32) ← the device tensor's n elements. */
+static int dev_to_f32(const rl_tensor *t, float *dst, int64_t n)
+{
+    char err[256];
+    size_t es = rl_dtype_size(t->dtype);
+    void *h = t->dtype == RL_F32 ? (void *)dst : malloc((size_t)(n > 0 ? n : 1) * es);
+    if (!h)
+        return rl_error(t->ctx, RL_ERR_NOMEM, "tensor '%s': out of host memory for a copy", t->name);
+    int rc = rl_backend_copy(t->ctx, h, rl_tensor_data(t), n * (int64_t)es, err, sizeof err);
+    if (!rc && t->dtype == RL_BF16)
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = rl_bf16_to_f32(((rl_bf16 *)h)[i]);
+    if (h != dst)
+        free(h);
+    return rc ? rl_error(t->ctx, RL_ERR_UNSUPPORTED, "tensor '%s': copy from the GPU failed: %s", t->name, err) : 0;
+}
+/* ------------------------------------------------------------------ end of GPU backend hooks */
 
 /* A tensor as allocated: the public struct plus its place in the rank's live list. */
 struct rl_tensor_node {
@@ -100,7 +153,15 @@ rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_c
     struct rl_tensor_node *n = node_new(ctx, name, dtype, ndim, shape, dims, numel);
     rl_storage *s = calloc(1, sizeof *s);
     int64_t bytes = numel * (int64_t)rl_dtype_size(dtype);
-    void *data = calloc(1, bytes > 0 ? (size_t)bytes : 1);
+    int gpu = ctx && ctx->world->gpu_mode; /* GPU backend hook (issue 6): device memory */
+    char gerr[300] = "";
+    void *data = gpu ? rl_backend_alloc(ctx, bytes, gerr, sizeof gerr) : calloc(1, bytes > 0 ? (size_t)bytes : 1);
+    if (gpu && !data) {
+        free(n);
+        free(s);
+        rl_error(ctx, RL_ERR_NOMEM, "tensor '%s': %s", name ? name : "?", gerr);
+        return NULL;
+    }
     if (!n || !s || !data) {
         free(n);
         free(s);
@@ -112,12 +173,12 @@ rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_c
     s->data = data;
     s->bytes = bytes;
     s->refs = 1;
-    s->device = RL_CPU;
+    s->device = gpu ? RL_CUDA : RL_CPU;
     s->cat = cat;
     s->ctx = ctx;
     n->t.storage = s;
     n->t.cat = cat;
-    n->t.device = RL_CPU;
+    n->t.device = s->device;
     if (ctx)
         rl_mem_charge(&ctx->mem, cat, bytes);
     live_add(ctx, n);
@@ -169,7 +230,10 @@ static void storage_release(rl_storage *s)
         return;
     if (s->ctx)
         rl_mem_charge(&s->ctx->mem, s->cat, -s->bytes);
-    free(s->data);
+    if (s->device == RL_CUDA) /* GPU backend hook (issue 6) */
+        rl_backend_free(s->data);
+    else
+        free(s->data);
     free(s);
 }
 
@@ -233,8 +297,15 @@ void *rl_tensor_host_data(const rl_tensor *t)
 
 float rl_tensor_get(const rl_tensor *t, int64_t i)
 {
-    if (!t || i < 0 || i >= t->numel || t->device != RL_CPU)
+    if (!t || i < 0 || i >= t->numel)
         return NAN;
+    if (on_gpu(t)) { /* GPU backend hook (issue 6) */
+        rl_tensor one = *t;
+        float v;
+        one.offset += i;
+        one.numel = 1;
+        return dev_to_f32(&one, &v, 1) ? NAN : v;
+    }
     if (t->dtype == RL_BF16)
         return rl_bf16_to_f32(((const rl_bf16 *)rl_tensor_data(t))[i]);
     return ((const float *)rl_tensor_data(t))[i];
@@ -242,8 +313,15 @@ float rl_tensor_get(const rl_tensor *t, int64_t i)
 
 void rl_tensor_set(rl_tensor *t, int64_t i, float v)
 {
-    if (!t || i < 0 || i >= t->numel || t->device != RL_CPU)
+    if (!t || i < 0 || i >= t->numel)
         return;
+    if (on_gpu(t)) { /* GPU backend hook (issue 6) */
+        rl_tensor one = *t;
+        one.offset += i;
+        one.numel = 1;
+        dev_from_host_f32(&one, &v, 1);
+        return;
+    }
     if (t->dtype == RL_BF16)
         ((rl_bf16 *)rl_tensor_data(t))[i] = rl_f32_to_bf16(v);
     else
@@ -255,6 +333,8 @@ int rl_tensor_from_f32(rl_tensor *t, const float *src, int64_t n)
     if (!t || !src || n != t->numel)
         return rl_error(t ? t->ctx : NULL, RL_ERR_ARG, "from_f32: '%s' has %lld elements, got %lld",
                         t ? t->name : "?", t ? (long long)t->numel : 0LL, (long long)n);
+    if (on_gpu(t)) /* GPU backend hook (issue 6) */
+        return dev_from_host_f32(t, src, n);
     if (t->dtype == RL_F32) {
         memcpy(rl_tensor_data(t), src, (size_t)n * sizeof(float));
     } else {
@@ -270,6 +350,8 @@ int rl_tensor_to_f32(const rl_tensor *t, float *dst, int64_t n)
     if (!t || !dst || n != t->numel)
         return rl_error(t ? t->ctx : NULL, RL_ERR_ARG, "to_f32: '%s' has %lld elements, asked %lld",
                         t ? t->name : "?", t ? (long long)t->numel : 0LL, (long long)n);
+    if (on_gpu(t)) /* GPU backend hook (issue 6) */
+        return dev_to_f32(t, dst, n);
     if (t->dtype == RL_F32) {
         memcpy(dst, rl_tensor_data(t), (size_t)n * sizeof(float));
     } else {
@@ -287,6 +369,12 @@ int rl_tensor_copy(rl_tensor *dst, const rl_tensor *src)
                         "copy: '%s' has %lld elements but '%s' has %lld", dst ? dst->name : "?",
                         dst ? (long long)dst->numel : 0LL, src ? src->name : "?",
                         src ? (long long)src->numel : 0LL);
+    if (on_gpu(dst) || on_gpu(src)) { /* GPU backend hook (issue 6): through host f32 */
+        float *h = dev_to_host_f32(src);
+        int rc = h ? rl_tensor_from_f32(dst, h, src->numel) : RL_ERR_NOMEM;
+        free(h);
+        return rc;
+    }
     if (dst->dtype == src->dtype) {
         memmove(rl_tensor_data(dst), rl_tensor_data(src), (size_t)rl_tensor_bytes(src));
     } else if (dst->dtype == RL_F32) {
@@ -301,6 +389,15 @@ void rl_tensor_fill(rl_tensor *t, float v)
 {
     if (!t)
         return;
+    if (on_gpu(t)) { /* GPU backend hook (issue 6): through host f32 */
+        float *h = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof(float));
+        for (int64_t i = 0; h && i < t->numel; i++)
+            h[i] = v;
+        if (h)
+            rl_tensor_from_f32(t, h, t->numel);
+        free(h);
+        return;
+    }
     if (t->dtype == RL_F32) {
         float *d = rl_tensor_data(t);
         for (int64_t i = 0; i < t->numel; i++)
@@ -314,7 +411,9 @@ void rl_tensor_fill(rl_tensor *t, float v)
 
 void rl_tensor_zero(rl_tensor *t)
 {
-    if (t)
+    if (on_gpu(t)) /* GPU backend hook (issue 6) */
+        rl_tensor_fill(t, 0.0f);
+    else if (t)
         memset(rl_tensor_data(t), 0, (size_t)rl_tensor_bytes(t));
 }
 
@@ -322,6 +421,13 @@ int rl_tensor_equal(const rl_tensor *a, const rl_tensor *b)
 {
     if (!a || !b || a->dtype != b->dtype || a->numel != b->numel)
         return 0;
+    if (on_gpu(a) || on_gpu(b)) { /* GPU backend hook (issue 6): f32 images are exact */
+        float *x = dev_to_host_f32(a), *y = dev_to_host_f32(b);
+        int eq = x && y && memcmp(x, y, (size_t)a->numel * sizeof(float)) == 0;
+        free(x);
+        free(y);
+        return eq;
+    }
     return memcmp(rl_tensor_data(a), rl_tensor_data(b), (size_t)rl_tensor_bytes(a)) == 0;
 }
 
@@ -330,13 +436,19 @@ double rl_tensor_max_rel_diff(const rl_tensor *a, const rl_tensor *b, double flo
     if (!a || !b || a->numel != b->numel)
         return INFINITY;
     double worst = 0.0;
+    float *ha = on_gpu(a) ? dev_to_host_f32(a) : NULL, *hb = on_gpu(b) ? dev_to_host_f32(b) : NULL;
     for (int64_t i = 0; i < a->numel; i++) {
-        double x = rl_tensor_get(a, i), y = rl_tensor_get(b, i);
+        double x = ha ? ha[i] : rl_tensor_get(a, i), y = hb ? hb[i] : rl_tensor_get(b, i);
         double d = fabs(x - y) / fmax(fabs(y), floor);
-        if (isnan(d))
+        if (isnan(d)) {
+            free(ha);
+            free(hb);
             return INFINITY;
+        }
         if (d > worst)
             worst = d;
     }
+    free(ha);
+    free(hb);
     return worst;
 }

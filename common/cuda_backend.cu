@@ -1,0 +1,338 @@
+/* cuda_backend.cu — devices, per-rank streams, device memory and the small kernels of the
+ * device-memory transport (reduction in rank order, fill, dtype conversion). Plain-C API in
+ * cuda_backend.h. Has not run on a GPU yet: see docs/gpu-runs.md. */
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <stdio.h>
+#include <string.h>
+#include "cuda_backend.h"
+#include "cuda_common.cuh"
+
+struct rl_cuda_rank {
+    int dev;
+    cudaStream_t stream[2];      /* 0 compute, 1 comm */
+    cudaEvent_t ready;           /* compute → comm ordering */
+    cudaEvent_t mark[2];         /* comm-stream timing */
+    cublasHandle_t blas;
+};
+
+/* ------------------------------------------------------------------ devices */
+
+extern "C" int rl_cuda_device_count(char *why, int len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) {
+        if (why)
+            snprintf(why, (size_t)len, "no CUDA driver/GPU found (cudaGetDeviceCount: %s)",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        cudaGetLastError(); /* clear the sticky-free error state */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" char *rl_cuda_device_name(int dev, char *buf, int len)
+{
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
+        snprintf(buf, (size_t)len, "device %d (properties unavailable)", dev);
+        return buf;
+    }
+    snprintf(buf, (size_t)len, "%s (sm_%d%d, %.1f GiB)", p.name, p.major, p.minor,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    return buf;
+}
+
+extern "C" int rl_cuda_enable_peers(int n, char *err, int len)
+{
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            if (a == b)
+                continue;
+            int ok = 0;
+            RL_CU(cudaDeviceCanAccessPeer(&ok, a, b), "cudaDeviceCanAccessPeer");
+            if (!ok) {
+                snprintf(err, (size_t)len,
+                         "GPU %d cannot access GPU %d directly (no peer access), which the device-memory "
+                         "transport needs; run with --ranks <= the number of GPUs (NCCL), or "
+                         "CUDA_VISIBLE_DEVICES=0",
+                         a, b);
+                return -1;
+            }
+            RL_CU(cudaSetDevice(a), "cudaSetDevice");
+            cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+            if (e == cudaErrorPeerAccessAlreadyEnabled)
+                cudaGetLastError();
+            else
+                RL_CU(e, "cudaDeviceEnablePeerAccess");
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ per-rank state */
+
+extern "C" rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len)
+{
+    rl_cuda_rank *r = (rl_cuda_rank *)calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, (size_t)len, "out of host memory");
+        return NULL;
+    }
+    r->dev = dev;
+    cudaError_t e = cudaSetDevice(dev);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++)
+        e = cudaStreamCreateWithFlags(&r->stream[i], cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&r->ready, cudaEventDisableTiming);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++)
+        e = cudaEventCreate(&r->mark[i]);
+    if (e != cudaSuccess) {
+        snprintf(err, (size_t)len, "GPU %d: could not create streams/events: %s", dev, cudaGetErrorString(e));
+        rl_cuda_rank_free(r);
+        return NULL;
+    }
+    cublasStatus_t b = cublasCreate(&r->blas);
+    if (b != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, (size_t)len, "GPU %d: cublasCreate failed (status %d)", dev, (int)b);
+        r->blas = NULL;
+        rl_cuda_rank_free(r);
+        return NULL;
+    }
+    cublasSetStream(r->blas, r->stream[0]);
+    return r;
+}
+
+extern "C" void rl_cuda_rank_free(rl_cuda_rank *r)
+{
+    if (!r)
+        return;
+    cudaSetDevice(r->dev);
+    if (r->blas)
+        cublasDestroy(r->blas);
+    for (int i = 0; i < 2; i++) {
+        if (r->stream[i]) {
+            cudaStreamSynchronize(r->stream[i]);
+            cudaStreamDestroy(r->stream[i]);
+        }
+        if (r->mark[i])
+            cudaEventDestroy(r->mark[i]);
+    }
+    if (r->ready)
+        cudaEventDestroy(r->ready);
+    free(r);
+}
+
+extern "C" int rl_cuda_rank_device(rl_cuda_rank *r)
+{
+    cudaSetDevice(r->dev);
+    return r->dev;
+}
+
+extern "C" void *rl_cuda_rank_stream(rl_cuda_rank *r, int which) { return (void *)r->stream[which ? 1 : 0]; }
+
+/* The cuBLAS handle (for cuda_ops.cu). */
+cublasHandle_t rl_cuda_rank_blas(rl_cuda_rank *r) { return r->blas; }
+cudaStream_t rl_cuda_rank_cstream(rl_cuda_rank *r, int which) { return r->stream[which ? 1 : 0]; }
+
+extern "C" int rl_cuda_comm_after_compute(rl_cuda_rank *r, char *err, int len)
+{
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    RL_CU(cudaEventRecord(r->ready, r->stream[0]), "cudaEventRecord");
+    RL_CU(cudaStreamWaitEvent(r->stream[1], r->ready, 0), "cudaStreamWaitEvent");
+    return 0;
+}
+
+extern "C" int rl_cuda_stream_sync(rl_cuda_rank *r, int which, char *err, int len)
+{
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    RL_CU(cudaStreamSynchronize(r->stream[which ? 1 : 0]), "cudaStreamSynchronize");
+    return 0;
+}
+
+extern "C" int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int len)
+{
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    cudaError_t e = cudaStreamQuery(r->stream[which ? 1 : 0]);
+    if (e == cudaErrorNotReady)
+        return 0;
+    RL_CU(e, "cudaStreamQuery");
+    return 1;
+}
+
+extern "C" int rl_cuda_comm_mark(rl_cuda_rank *r, int which)
+{
+    cudaSetDevice(r->dev);
+    return cudaEventRecord(r->mark[which ? 1 : 0], r->stream[1]) == cudaSuccess ? 0 : -1;
+}
+
+extern "C" double rl_cuda_comm_elapsed(rl_cuda_rank *r)
+{
+    float ms = 0;
+    cudaSetDevice(r->dev);
+    if (cudaEventSynchronize(r->mark[1]) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, r->mark[0], r->mark[1]) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return ms * 1e-3;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+extern "C" void *rl_cuda_malloc(rl_cuda_rank *r, int64_t bytes, char *err, int len)
+{
+    void *p = NULL;
+    if (r && cudaSetDevice(r->dev) != cudaSuccess) {
+        snprintf(err, (size_t)len, "cudaSetDevice(%d) failed", r->dev);
+        return NULL;
+    }
+    cudaError_t e = cudaMalloc(&p, bytes > 0 ? (size_t)bytes : 1);
+    if (e == cudaSuccess)
+        e = cudaMemset(p, 0, bytes > 0 ? (size_t)bytes : 1);
+    if (e != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        snprintf(err, (size_t)len, "cudaMalloc of %lld bytes on GPU %d failed (%s; %.2f of %.2f GiB free)",
+                 (long long)bytes, r ? r->dev : -1, cudaGetErrorString(e), fr / 1073741824.0, tot / 1073741824.0);
+        if (p)
+            cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void rl_cuda_free(void *p)
+{
+    if (p)
+        cudaFree(p);
+}
+
+extern "C" int rl_cuda_memcpy(rl_cuda_rank *r, int which, void *dst, const void *src, int64_t bytes, char *err,
+                              int len)
+{
+    if (bytes <= 0 || dst == src)
+        return 0;
+    if (!r) {
+        RL_CU(cudaMemcpy(dst, src, (size_t)bytes, cudaMemcpyDefault), "cudaMemcpy");
+        return 0;
+    }
+    cudaStream_t s = r->stream[which ? 1 : 0];
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    RL_CU(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+    RL_CU(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    return 0;
+}
+
+extern "C" int rl_cuda_is_device_ptr(const void *p)
+{
+    cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+#define RL_MAX_SRCS 64
+struct rl_srcs { const void *p[RL_MAX_SRCS]; };
+
+/* One thread per element; the sources are read in rank order so sums match the host's. */
+__global__ void reduce_kernel(rl_srcs s, int n, int dtype, int op, void *dst, int64_t lo, int64_t hi)
+{
+    int64_t i = lo + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= hi)
+        return;
+    float acc = 0;
+    for (int q = 0; q < n; q++) {
+        float v = dtype ? rl_dev_bf16_to_f32(((const uint16_t *)s.p[q])[i]) : ((const float *)s.p[q])[i];
+        if (q == 0)
+            acc = v;
+        else if (op == 2)
+            acc = v > acc ? v : acc;
+        else if (op == 3)
+            acc = v < acc ? v : acc;
+        else
+            acc = __fadd_rn(acc, v);
+    }
+    if (op == 1)
+        acc = __fdiv_rn(acc, (float)n);
+    if (dtype)
+        ((uint16_t *)dst)[i] = rl_dev_f32_to_bf16(acc);
+    else
+        ((float *)dst)[i] = acc;
+}
+
+extern "C" int rl_cuda_reduce(rl_cuda_rank *r, int which, int dtype, int op, int n, const void *const *srcs,
+                              void *dst, int64_t lo, int64_t hi, char *err, int len)
+{
+    if (n < 1 || n > RL_MAX_SRCS) {
+        snprintf(err, (size_t)len, "device transport: a reduction over %d ranks; it supports 1 to %d", n,
+                 RL_MAX_SRCS);
+        return -1;
+    }
+    if (hi <= lo)
+        return 0;
+    rl_srcs s;
+    memset(&s, 0, sizeof s);
+    for (int q = 0; q < n; q++)
+        s.p[q] = srcs[q];
+    cudaStream_t st = r->stream[which ? 1 : 0];
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    int64_t blocks = (hi - lo + 255) / 256;
+    reduce_kernel<<<(unsigned)blocks, 256, 0, st>>>(s, n, dtype, op, dst, lo, hi);
+    RL_CU(cudaGetLastError(), "reduce kernel launch");
+    RL_CU(cudaStreamSynchronize(st), "reduce kernel");
+    return 0;
+}
+
+__global__ void fill_kernel(void *x, int dtype, int64_t n, float v)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    if (dtype)
+        ((uint16_t *)x)[i] = rl_dev_f32_to_bf16(v);
+    else
+        ((float *)x)[i] = v;
+}
+
+extern "C" int rl_cuda_fill(rl_cuda_rank *r, void *x, int dtype, int64_t n, float v, char *err, int len)
+{
+    if (n <= 0)
+        return 0;
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    fill_kernel<<<(unsigned)((n + 255) / 256), 256, 0, r->stream[0]>>>(x, dtype, n, v);
+    RL_CU(cudaGetLastError(), "fill kernel launch");
+    RL_CU(cudaStreamSynchronize(r->stream[0]), "fill kernel");
+    return 0;
+}
+
+__global__ void convert_kernel(void *dst, int dd, const void *src, int sd, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    float v = sd ? rl_dev_bf16_to_f32(((const uint16_t *)src)[i]) : ((const float *)src)[i];
+    if (dd)
+        ((uint16_t *)dst)[i] = rl_dev_f32_to_bf16(v);
+    else
+        ((float *)dst)[i] = v;
+}
+
+extern "C" int rl_cuda_convert(rl_cuda_rank *r, void *dst, int dst_dtype, const void *src, int src_dtype,
+                               int64_t n, char *err, int len)
+{
+    if (n <= 0)
+        return 0;
+    if (dst_dtype == src_dtype)
+        return rl_cuda_memcpy(r, 0, dst, src, n * (dst_dtype ? 2 : 4), err, len);
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    convert_kernel<<<(unsigned)((n + 255) / 256), 256, 0, r->stream[0]>>>(dst, dst_dtype, src, src_dtype, n);
+    RL_CU(cudaGetLastError(), "convert kernel launch");
+    RL_CU(cudaStreamSynchronize(r->stream[0]), "convert kernel");
+    return 0;
+}

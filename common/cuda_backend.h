@@ -1,0 +1,116 @@
+/* cuda_backend.h — the plain-C face of the CUDA code (common/cuda_backend.cu,
+ * common/nccl_comm.cu, common/cuda_ops.cu). C files include this header, never a CUDA
+ * header; it is only used when RL_HAVE_CUDA is defined. Functions return 0 (or a value)
+ * on success and -1 with a one-line message in err on failure; none aborts. */
+#ifndef RL_CUDA_BACKEND_H
+#define RL_CUDA_BACKEND_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ devices */
+/* Number of CUDA devices, or 0 with the reason in why (no driver, no device ...). */
+int rl_cuda_device_count(char *why, int len);
+/* "NVIDIA H200 (sm_90, 139.8 GiB)" for device dev into buf; returns buf. */
+char *rl_cuda_device_name(int dev, char *buf, int len);
+/* Enables peer access between every pair of the first n devices; -1 if a pair cannot. */
+int rl_cuda_enable_peers(int n, char *err, int len);
+
+/* ------------------------------------------------------------------ per-rank state */
+/* One rank's GPU: its device, compute and comm streams, a cuBLAS handle, scratch events. */
+typedef struct rl_cuda_rank rl_cuda_rank;
+/* Creates the state of a rank on device dev (streams, cuBLAS). */
+rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len);
+/* Frees it (streams synchronized first). */
+void rl_cuda_rank_free(rl_cuda_rank *r);
+/* The rank's device (and makes it current on the calling thread). */
+int rl_cuda_rank_device(rl_cuda_rank *r);
+/* Opaque stream handles (cudaStream_t) for the NCCL wrappers: 0 compute, 1 comm. */
+void *rl_cuda_rank_stream(rl_cuda_rank *r, int which);
+/* The comm stream waits for everything issued so far on the compute stream. */
+int rl_cuda_comm_after_compute(rl_cuda_rank *r, char *err, int len);
+/* Blocks until the stream (0 compute, 1 comm) has finished its work. */
+int rl_cuda_stream_sync(rl_cuda_rank *r, int which, char *err, int len);
+/* 1 if the stream's work is done, 0 if still running, -1 with a message on a CUDA error. */
+int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int len);
+/* Wall seconds the comm stream spent between two marks: mark 0 before, mark 1 after. */
+int rl_cuda_comm_mark(rl_cuda_rank *r, int which);
+double rl_cuda_comm_elapsed(rl_cuda_rank *r);
+
+/* ------------------------------------------------------------------ memory */
+/* cudaMalloc on the rank's device (zero-filled). */
+void *rl_cuda_malloc(rl_cuda_rank *r, int64_t bytes, char *err, int len);
+/* cudaFree (any device). */
+void rl_cuda_free(void *p);
+/* Copies bytes between host and/or device pointers (unified addressing) on stream
+ * `which` of r (r may be NULL: the legacy default stream) and waits for it. */
+int rl_cuda_memcpy(rl_cuda_rank *r, int which, void *dst, const void *src, int64_t bytes, char *err, int len);
+/* 1 if p points to device memory. */
+int rl_cuda_is_device_ptr(const void *p);
+
+/* ------------------------------------------------------------------ small kernels */
+/* dst[lo..hi) = srcs[0] op srcs[1] op ... op srcs[n-1] over [lo..hi), in rank order, with an
+ * f32 accumulator, then ÷n for avg (dtype 0 f32, 1 bf16; op 0 sum, 1 avg, 2 max, 3 min):
+ * bitwise the same results as the sim backend's host reduction. n ≤ 64. On stream `which`. */
+int rl_cuda_reduce(rl_cuda_rank *r, int which, int dtype, int op, int n, const void *const *srcs, void *dst,
+                   int64_t lo, int64_t hi, char *err, int len);
+/* x[0..n) = v (dtype 0 f32, 1 bf16 rounded to nearest even). */
+int rl_cuda_fill(rl_cuda_rank *r, void *x, int dtype, int64_t n, float v, char *err, int len);
+/* dst[i] = convert(src[i]) between f32 and bf16, i < n. */
+int rl_cuda_convert(rl_cuda_rank *r, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n,
+                    char *err, int len);
+
+/* ------------------------------------------------------------------ NCCL (nccl_comm.cu) */
+/* 1 if built with NCCL. */
+int rl_nccl_built(void);
+/* Size of a unique id in bytes (128), and a fresh one into id (rank 0 makes it). */
+int rl_nccl_id_bytes(void);
+int rl_nccl_get_unique_id(void *id, char *err, int len);
+/* Every rank of one process: initialises the communicators of ranks [0, n) on devices
+ * devs[] at once (ncclCommInitAll-style through a group of ncclCommInitRank). */
+int rl_nccl_init_local(int n, const int *devs, const void *id, void **comms, char *err, int len);
+/* One rank of many (one process per rank): ncclCommInitRank. */
+int rl_nccl_init_rank(int nranks, int rank, int dev, const void *id, void **comm, char *err, int len);
+/* ncclCommSplit of parent (color -1 = not in any new communicator: *out NULL). */
+int rl_nccl_split(void *parent, int color, int key, void **out, char *err, int len);
+/* ncclCommDestroy (abort = 1: ncclCommAbort, for a run stopped by the watchdog). */
+void rl_nccl_free(void *comm, int abort);
+/* ncclGroupStart / ncclGroupEnd. */
+int rl_nccl_group_start(char *err, int len);
+int rl_nccl_group_end(char *err, int len);
+/* One call on stream (cudaStream_t). kind is an rl_coll_kind; dtype/op as rl_cuda_reduce;
+ * peer is the root (broadcast, reduce) or the peer (send, recv). counts (all_to_allv): 4
+ * arrays of n as in comm.c. n is the communicator size, me this rank. */
+int rl_nccl_call(void *comm, void *stream, int kind, const void *send, void *recv, int64_t send_numel,
+                 int64_t recv_numel, int dtype, int op, int peer, const int64_t *counts, int n, int me,
+                 char *err, int len);
+
+/* ------------------------------------------------------------------ ops (cuda_ops.cu) */
+/* c[m,n] = op(a)·op(b) + beta·c on the rank's compute stream through cublasGemmEx with f32
+ * accumulation; a, b, c f32 or bf16 (a and b the same dtype); row-major as ops.h. */
+int rl_cuda_matmul(rl_cuda_rank *r, const void *a, int a_dtype, int trans_a, const void *b, int b_dtype,
+                   int trans_b, void *c, int c_dtype, int64_t m, int64_t n, int64_t k, float beta,
+                   char *err, int len);
+/* Elementwise: out = a + b; y += alpha·x; x *= alpha; y = GeLU(x) (tanh); dx = dy·GeLU'(x). */
+int rl_cuda_add(rl_cuda_rank *r, const void *a, int a_dt, const void *b, int b_dt, void *out, int out_dt,
+                int64_t n, char *err, int len);
+int rl_cuda_axpy(rl_cuda_rank *r, float alpha, const void *x, int x_dt, void *y, int y_dt, int64_t n,
+                 char *err, int len);
+int rl_cuda_scale(rl_cuda_rank *r, void *x, int x_dt, float alpha, int64_t n, char *err, int len);
+int rl_cuda_gelu_forward(rl_cuda_rank *r, const void *x, int x_dt, void *y, int y_dt, int64_t n, char *err,
+                         int len);
+int rl_cuda_gelu_backward(rl_cuda_rank *r, const void *x, int x_dt, const void *dy, int dy_dt, void *dx,
+                          int dx_dt, int64_t n, char *err, int len);
+/* One AdamW step as rl_adamw_step (master, m, v f32; master may be NULL: param f32). */
+int rl_cuda_adamw(rl_cuda_rank *r, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+                  void *param, int param_dt, const void *grad, int grad_dt, float *master, float *m, float *v,
+                  int64_t n, char *err, int len);
+/* Measured GEMM peak: TFLOP/s of an n×n×n bf16 (dtype 1) or f32 GEMM, averaged over iters. */
+double rl_cuda_gemm_tflops(rl_cuda_rank *r, int dtype, int64_t n, int iters, char *err, int len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,338 @@
+/* test_backend.c — the GPU backend's parts that need no GPU: --backend cuda/auto on a
+ * machine without a driver (or a build without CUDA), and the multi-process bootstrap (env
+ * parsing, the TCP exchange of the unique id between forked processes on 127.0.0.1, its
+ * error messages, the MPI path's message in a build without MPI). */
+#include <check.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "backend.h"
+#include "bootstrap.h"
+#include "ringlab.h"
+#include "testutil.h"
+
+/* Runs `ringlab ARGS` (stderr with stdout), returns the exit status and the output. */
+static int run_ringlab(const char *args, char *out, size_t size)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1", rl_test_build(), args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t k = fread(out, 1, size - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Number of lines of out that contain s. */
+static int lines_with(const char *out, const char *s)
+{
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, s)); p += strlen(s))
+        n++;
+    return n;
+}
+
+START_TEST(test_probe_says_why)
+{
+    char why[320] = "";
+    int n = rl_backend_probe(why, sizeof why);
+    if (n > 0)
+        return; /* a GPU machine: nothing to explain */
+    ck_assert_int_eq(n, 0);
+    if (rl_backend_built_cuda())
+        ck_assert_msg(strstr(why, "no CUDA driver/GPU found"), "why: %s", why);
+    else
+        ck_assert_msg(strstr(why, "no CUDA backend"), "why: %s", why);
+    ck_assert_ptr_null(strchr(why, '\n'));
+}
+END_TEST
+
+START_TEST(test_backend_cuda_without_gpu)
+{
+    static char out[16384];
+    char why[320];
+    int st = run_ringlab("bench all_reduce --backend cuda -b 8 -e 8 -n 1 -w 0", out, sizeof out);
+    if (rl_backend_probe(why, sizeof why) > 0) {
+        ck_assert_msg(st == 0, "a GPU is present, --backend cuda should run: %s", out);
+        return;
+    }
+    ck_assert_msg(st != 0, "--backend cuda without a GPU must fail: %s", out);
+    ck_assert_int_eq(lines_with(out, "ringlab:"), 1); /* one line, nothing else from the launcher */
+    ck_assert_msg(strstr(out, "use --backend sim"), "%s", out);
+    if (rl_backend_built_cuda())
+        ck_assert_msg(strstr(out, "ringlab: no CUDA driver/GPU found; use --backend sim"), "%s", out);
+    ck_assert_ptr_null(strstr(out, "out-of-place")); /* no table: nothing ran */
+}
+END_TEST
+
+START_TEST(test_backend_auto_falls_back)
+{
+    static char out[65536];
+    char why[320];
+    int st = run_ringlab("bench all_reduce --backend auto --ranks 2 -b 8 -e 64 -n 1 -w 0", out, sizeof out);
+    ck_assert_msg(st == 0, "%s", out);
+    if (rl_backend_probe(why, sizeof why) > 0) {
+        ck_assert_msg(strstr(out, "using cuda"), "%s", out);
+        return;
+    }
+    ck_assert_msg(strstr(out, "--backend auto:") && strstr(out, "using sim"), "%s", out);
+    if (rl_backend_built_cuda())
+        ck_assert_msg(strstr(out, "no CUDA driver/GPU found"), "%s", out);
+    /* --quiet silences the note but still falls back */
+    st = run_ringlab("bench all_reduce --backend auto --quiet --ranks 2 -b 8 -e 8 -n 1 -w 0", out, sizeof out);
+    ck_assert_int_eq(st, 0);
+    ck_assert_ptr_null(strstr(out, "using sim"));
+    /* the library call says the same */
+    rl_opts o = rl_test_opts(2, NULL);
+    int use_cuda = -1, ngpus = -1;
+    o.backend = RL_BACKEND_AUTO;
+    ck_assert_int_eq(rl_backend_resolve(&o, &use_cuda, &ngpus), 0);
+    ck_assert_int_eq(use_cuda, 0);
+    o.backend = RL_BACKEND_SIM;
+    ck_assert_int_eq(rl_backend_resolve(&o, &use_cuda, &ngpus), 0);
+    ck_assert_int_eq(use_cuda, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ bootstrap */
+
+START_TEST(test_dist_env_parse)
+{
+    rl_dist_env e;
+    char err[256];
+    ck_assert_int_eq(rl_dist_env_parse(&e, "3", "8", "1", "node0", "29555", err, sizeof err), 0);
+    ck_assert_int_eq(e.rank, 3);
+    ck_assert_int_eq(e.world_size, 8);
+    ck_assert_int_eq(e.local_rank, 1);
+    ck_assert_str_eq(e.master_addr, "node0");
+    ck_assert_int_eq(e.master_port, 29555);
+    /* defaults: local rank = rank, 127.0.0.1:29500 */
+    ck_assert_int_eq(rl_dist_env_parse(&e, "0", "1", NULL, NULL, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(e.local_rank, 0);
+    ck_assert_str_eq(e.master_addr, "127.0.0.1");
+    ck_assert_int_eq(e.master_port, 29500);
+    /* bad values: one message naming the variable */
+    struct { const char *r, *w, *l, *a, *p, *expect; } bad[] = {
+        { "4", "4", NULL, NULL, NULL, "RANK='4'" },
+        { "-1", "4", NULL, NULL, NULL, "RANK='-1'" },
+        { "x", "4", NULL, NULL, NULL, "RANK='x'" },
+        { "0", "0", NULL, NULL, NULL, "WORLD_SIZE='0'" },
+        { "0", "two", NULL, NULL, NULL, "WORLD_SIZE='two'" },
+        { "1", "2", "5", NULL, NULL, "LOCAL_RANK='5'" },
+        { "1", "2", NULL, NULL, "70000", "MASTER_PORT='70000'" },
+        { "1", "2", NULL, NULL, "", "MASTER_PORT=''" },
+        { "1", "2", NULL, "a b", NULL, "MASTER_ADDR=" },
+        { NULL, "2", NULL, NULL, NULL, "RANK is not set" },
+        { "1", NULL, NULL, NULL, NULL, "WORLD_SIZE is not set" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        ck_assert_int_eq(rl_dist_env_parse(&e, bad[i].r, bad[i].w, bad[i].l, bad[i].a, bad[i].p, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[i].expect), "case %zu: %s", i, err);
+        ck_assert_ptr_null(strchr(err, '\n'));
+    }
+}
+END_TEST
+
+START_TEST(test_dist_env_read)
+{
+    rl_dist_env e;
+    char err[256];
+    const char *vars[] = { "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID",
+                           "SLURM_NTASKS", "SLURM_LOCALID" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    ck_assert_int_eq(rl_dist_env_read(&e, err, sizeof err), 0); /* a single-process run */
+    ck_assert_int_eq(e.world_size, 1);
+    setenv("SLURM_PROCID", "2", 1);
+    setenv("SLURM_NTASKS", "4", 1);
+    setenv("SLURM_LOCALID", "0", 1);
+    ck_assert_int_eq(rl_dist_env_read(&e, err, sizeof err), 1);
+    ck_assert_int_eq(e.rank, 2);
+    ck_assert_int_eq(e.local_rank, 0);
+    setenv("RANK", "1", 1); /* torchrun's variables win */
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_PORT", "0", 1);
+    ck_assert_int_eq(rl_dist_env_read(&e, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "MASTER_PORT='0'"), "%s", err);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+}
+END_TEST
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static void make_id(unsigned char *id, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        id[i] = (unsigned char)(i * 37 + seed * 11 + 5);
+}
+
+/* Child: bootstrap as rank r of n on port; exits 0 when the id matches, 10 + why otherwise. */
+static void child_exchange(int r, int n, int port, int ws_claim, double timeout)
+{
+    rl_dist_env e;
+    char err[512], ps[16], rs[16], ns[16];
+    unsigned char id[128], want[128];
+    alarm(20); /* never outlive the test */
+    snprintf(ps, sizeof ps, "%d", port);
+    snprintf(rs, sizeof rs, "%d", r);
+    snprintf(ns, sizeof ns, "%d", ws_claim);
+    if (rl_dist_env_parse(&e, rs, ns, NULL, "127.0.0.1", ps, err, sizeof err))
+        _exit(11);
+    make_id(want, sizeof want, 7);
+    if (r == 0)
+        memcpy(id, want, sizeof id);
+    else
+        memset(id, 0, sizeof id);
+    if (rl_bootstrap_tcp(&e, id, sizeof id, timeout, err, sizeof err)) {
+        _exit(12);
+    }
+    _exit(memcmp(id, want, sizeof id) ? 13 : 0);
+    (void)n;
+}
+
+/* Waits for pid up to limit seconds (then kills it); returns its exit status or -1. */
+static int wait_child(pid_t pid, double limit)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > limit) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+START_TEST(test_tcp_id_exchange)
+{
+    enum { N = 5 };
+    int port = free_port();
+    pid_t pids[N];
+    /* start the others first: they retry until rank 0 listens */
+    for (int r = N - 1; r >= 0; r--) {
+        pids[r] = fork();
+        ck_assert_int_ge(pids[r], 0);
+        if (pids[r] == 0)
+            child_exchange(r, N, port, N, 10.0);
+        if (r == N - 1) {
+            struct timespec ts = { 0, 100 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (int r = 0; r < N; r++)
+        ck_assert_msg(wait_child(pids[r], 15.0) == 0, "rank %d did not get the id", r);
+    /* a world of one needs no exchange */
+    rl_dist_env e;
+    char err[256];
+    unsigned char id[16];
+    ck_assert_int_eq(rl_dist_env_parse(&e, "0", "1", NULL, NULL, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(rl_bootstrap_tcp(&e, id, sizeof id, 1.0, err, sizeof err), 0);
+}
+END_TEST
+
+START_TEST(test_tcp_nobody_listening)
+{
+    rl_dist_env e;
+    char err[512], ps[16];
+    unsigned char id[128];
+    snprintf(ps, sizeof ps, "%d", free_port());
+    ck_assert_int_eq(rl_dist_env_parse(&e, "1", "2", NULL, "127.0.0.1", ps, err, sizeof err), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_assert_int_eq(rl_bootstrap_tcp(&e, id, sizeof id, 0.4, err, sizeof err), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    ck_assert_msg(took > 0.3 && took < 3.0, "gave up after %.2f s", took);
+    ck_assert_msg(strstr(err, "nobody answered at 127.0.0.1:") && strstr(err, "start rank 0"), "%s", err);
+    /* rank 0 alone: the others never come */
+    ck_assert_int_eq(rl_dist_env_parse(&e, "0", "3", NULL, "127.0.0.1", ps, err, sizeof err), 0);
+    ck_assert_int_eq(rl_bootstrap_tcp(&e, id, sizeof id, 0.3, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "only 1 of 3 ranks connected") && strstr(err, "missing rank(s) 1 2"), "%s", err);
+    /* bad arguments are refused, not crashed on */
+    ck_assert_int_eq(rl_bootstrap_tcp(&e, id, 0, 1.0, err, sizeof err), -1);
+    ck_assert_int_eq(rl_bootstrap_tcp(NULL, id, 8, 1.0, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(test_tcp_refuses_wrong_world_size)
+{
+    int port = free_port();
+    pid_t server = fork();
+    ck_assert_int_ge(server, 0);
+    if (server == 0)
+        child_exchange(0, 2, port, 2, 1.5); /* waits for one rank, then times out */
+    rl_dist_env e;
+    char err[512], ps[16];
+    unsigned char id[128];
+    snprintf(ps, sizeof ps, "%d", port);
+    ck_assert_int_eq(rl_dist_env_parse(&e, "1", "3", NULL, "127.0.0.1", ps, err, sizeof err), 0);
+    ck_assert_int_eq(rl_bootstrap_tcp(&e, id, sizeof id, 5.0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "refused") && strstr(err, "WORLD_SIZE differs"), "%s", err);
+    ck_assert_int_ne(wait_child(server, 10.0), 0); /* rank 0 gave up: rank 1 never registered */
+}
+END_TEST
+
+START_TEST(test_mpi_path)
+{
+    char err[512] = "";
+    rl_dist_env e;
+    unsigned char id[128];
+    if (!rl_backend_built_mpi()) {
+        ck_assert_int_eq(rl_bootstrap_mpi(&e, id, sizeof id, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "no MPI") && strstr(err, "MASTER_PORT"), "%s", err);
+        return;
+    }
+    /* built with MPI: the argument checks answer without starting MPI */
+    ck_assert_int_eq(rl_bootstrap_mpi(&e, id, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "bad arguments"), "%s", err);
+}
+END_TEST
+
+Suite *backend_suite(void)
+{
+    Suite *s = suite_create("backend");
+    TCase *tc = tcase_create("backend");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_probe_says_why);
+    tcase_add_test(tc, test_backend_cuda_without_gpu);
+    tcase_add_test(tc, test_backend_auto_falls_back);
+    tcase_add_test(tc, test_dist_env_parse);
+    tcase_add_test(tc, test_dist_env_read);
+    tcase_add_test(tc, test_tcp_id_exchange);
+    tcase_add_test(tc, test_tcp_nobody_listening);
+    tcase_add_test(tc, test_tcp_refuses_wrong_world_size);
+    tcase_add_test(tc, test_mpi_path);
+    suite_add_tcase(s, tc);
+    return s;
+}
