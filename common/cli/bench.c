@@ -37,7 +37,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ringlab bench COLLECTIVE [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP]\n"
             "                    [-c 0|1] [-d float|bfloat16] [-o sum|avg|max|min] [-r ROOT] [common options]\n"
-            "COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv sendrecv\n"
+            "COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce all_to_all all_to_allv sendrecv, or gemm\n"
             "  -b, -e     smallest and largest size in bytes (suffixes K, M, G; default 8 and 128M)\n"
             "  -f, -i     multiply (default 2) or add (-i) between sizes\n"
             "  -n, -w     timed and warm-up iterations (default 20 and 5)\n"
@@ -286,6 +286,7 @@ static void print_table(const bench_cfg *b, int n, int wall)
 
 int rl_cmd_bench(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "gemm") == 0) return rl_cmd_bench_gemm(argc - 1, argv + 1);
     rl_opts opts;
     rl_opts_init(&opts);
     char err[256];
