@@ -98,7 +98,11 @@ static int bench_load(const char *path, int frames, int w, int h)
         return RL_EXIT_FAIL;
     }
     printf("load (rl_trace_read_json):    %8.2f s     %zu events\n", t1 - t0, t->n);
-    printf("index (per-lane, sorted):     %8.3f s\n", t2 - t1);
+    printf("index (per lane, by start):   %8.3f s\n", t2 - t1);
+    double idx = 0;
+    for (int l = 0; l < m->nlanes; l++)
+        idx += (double)m->lanes[l].n * (sizeof(rl_tui_span) + sizeof(double) * (1 + RL_TUI_NLANECATS));
+    printf("index memory:                 %8.0f MiB  (spans, prefix max and prefix sums per lane)\n", idx / 1048576.0);
     printf("peak memory (maxrss):         %8.0f MiB  (before load %.0f MiB, after load %.0f MiB, with index %.0f MiB)\n",
            maxrss_mib(), rss0, rss1, maxrss_mib());
     printf("timeline frame at %dx%d (draw + text render):\n", w, h);
@@ -118,53 +122,51 @@ static int bench_load(const char *path, int frames, int w, int h)
     return 0;
 }
 
+/* Generates and writes the trace (in a child process, so that this process's maxrss is
+ * the loader's own), then loads and renders it here. */
 static int bench(size_t n, int frames, int w, int h)
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/ringlab-view-bench-%d.json", (int)getpid());
     printf("ringlab view --bench: %zu events, timeline at %dx%d\n", n, w, h);
-    double t0 = now_s();
-    rl_trace *t = rl_tui_synth_big(n);
-    if (!t) {
-        fprintf(stderr, "ringlab view --bench: out of memory\n");
-        return RL_EXIT_FAIL;
-    }
-    double t1 = now_s();
-    char err[512];
-    int rc = rl_trace_write_json(t, path, 0, err, sizeof err);
-    double t2 = now_s();
-    size_t nev = t->n;
-    rl_trace_free(t);
-    if (rc) {
-        fprintf(stderr, "ringlab view --bench: %s\n", err);
-        return RL_EXIT_FAIL;
-    }
-    FILE *f = fopen(path, "rb");
-    long size = 0;
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        size = ftell(f);
-        fclose(f);
-    }
-    printf("generate:                     %8.2f s     %zu events\n", t1 - t0, nev);
-    printf("write (rl_trace_write_json):  %8.2f s     %.1f MiB file %s\n", t2 - t1, size / 1048576.0, path);
     fflush(stdout);
-    char fr[16], sz[32];
-    snprintf(fr, sizeof fr, "%d", frames);
-    snprintf(sz, sizeof sz, "%dx%d", w, h);
     pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "ringlab view --bench: fork failed: %s\n", strerror(errno));
+        return RL_EXIT_FAIL;
+    }
     if (pid == 0) {
-        char *args[] = { "ringlab", "view", "--bench-load", path, "--frames", fr, "--size", sz, NULL };
-        execv("/proc/self/exe", args);
-        _exit(bench_load(path, frames, w, h)); /* no /proc: measure in this process */
+        double t0 = now_s();
+        rl_trace *t = rl_tui_synth_big(n);
+        if (!t) {
+            fprintf(stderr, "ringlab view --bench: out of memory\n");
+            _exit(1);
+        }
+        double t1 = now_s();
+        char err[512];
+        int rc = rl_trace_write_json(t, path, 0, err, sizeof err);
+        double t2 = now_s();
+        if (rc) {
+            fprintf(stderr, "ringlab view --bench: %s\n", err);
+            _exit(1);
+        }
+        FILE *f = fopen(path, "rb");
+        long size = 0;
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            size = ftell(f);
+            fclose(f);
+        }
+        printf("generate:                     %8.2f s     %zu events\n", t1 - t0, t->n);
+        printf("write (rl_trace_write_json):  %8.2f s     %.1f MiB file %s\n", t2 - t1, size / 1048576.0, path);
+        fflush(stdout);
+        _exit(0);
     }
     int status = 1;
-    if (pid < 0)
-        status = bench_load(path, frames, w, h);
-    else
-        waitpid(pid, &status, 0);
+    waitpid(pid, &status, 0);
+    int rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? bench_load(path, frames, w, h) : RL_EXIT_FAIL;
     remove(path);
-    return status == 0 ? 0 : RL_EXIT_FAIL;
+    return rc;
 }
 
 /* ---- the live demo: a small DDP step on the sim backend ---- */
@@ -258,7 +260,8 @@ static int demo(int argc, char **argv)
     rl_trace *t = NULL;
     int rc = o.tui ? rl_tui_run_live(&o, demo_rank, &cfg, &t) : rl_launch(&o, demo_rank, &cfg, &t);
     if (!o.tui && t) {
-        rl_tui_render_text(t, RL_VIEW_TIMELINE, 120, 16 + 2 * o.ranks, 0, stdout, err, sizeof err);
+        rl_tui_render_text(t, RL_VIEW_TIMELINE, 120, 7 + 2 * o.ranks < RL_TUI_MIN_H ? RL_TUI_MIN_H : 7 + 2 * o.ranks, 0,
+                           stdout, err, sizeof err);
     }
     rl_trace_free(t);
     return rl_exit_status(rc);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include "canvas.h"
 #include "launch.h"
-#include "model.h"
+#include "tui_model.h"
 #include "trace.h"
 
 typedef enum {

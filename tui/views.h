@@ -4,7 +4,7 @@
 #define RL_TUI_VIEWS_H
 #include <stddef.h>
 #include "canvas.h"
-#include "model.h"
+#include "tui_model.h"
 #include "tui.h"
 
 void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s);

@@ -617,9 +617,10 @@ static int live_noop(rl_ctx *ctx, void *arg)
 
 START_TEST(test_live_refuses_without_tty)
 {
-    int fd = open("/dev/null", O_RDONLY);
+    int fd = open("/dev/null", O_RDWR);
     ck_assert_int_ge(fd, 0);
     dup2(fd, STDIN_FILENO); /* this test runs in a forked child: stdin is its own */
+    dup2(fd, STDERR_FILENO); /* the refusal message is expected; keep the test output clean */
     close(fd);
     rl_opts o = rl_test_opts(2, NULL);
     rl_trace *out = (rl_trace *)1;
@@ -766,6 +767,50 @@ START_TEST(test_tmux_smoke)
 }
 END_TEST
 
+/* The live TUI on a small DDP demo run: the timeline grows, stays open at the end, q quits. */
+START_TEST(test_tmux_live)
+{
+    if (!have_tmux()) {
+        fprintf(stderr, "test_tmux_live: SKIPPED - tmux is not installed (make deps installs it)\n");
+        return;
+    }
+    char rcfile[128], cwd[512];
+    static char screen[1 << 16];
+    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live_%d.rc", (int)getpid());
+    remove(rcfile);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    tmux_session s;
+    snprintf(s.sock, sizeof s.sock, "rltuilive_%d_%ld", (int)getpid(), (long)time(NULL));
+    int rc = tmux(&s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && %s%s/ringlab view --demo --tui --ranks 3 --steps 4 "
+                      "--delay-ms 150; echo rc=\\$? > '%s'\"", cwd, build[0] == '/' ? "" : "./", build, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+    EXPECT_SCREEN(&s, "LIVE running");
+    EXPECT_SCREEN(&s, " r2 comm");
+    EXPECT_SCREEN(&s, "LIVE run finished: press q to quit");
+    EXPECT_SCREEN(&s, "comm hidden:");
+    tmux(&s, "send-keys -t v 5");
+    EXPECT_SCREEN(&s, "[5 mesh]");
+    tmux(&s, "send-keys -t v q");
+    int done = 0;
+    for (int i = 0; i < 100 && !done; i++) {
+        FILE *f = fopen(rcfile, "r");
+        char line[32] = "";
+        if (f) {
+            done = fgets(line, sizeof line, f) != NULL;
+            fclose(f);
+        }
+        if (done)
+            ck_assert_msg(strncmp(line, "rc=0", 4) == 0, "live demo exited with %s", line);
+        else
+            sleep_ms(50);
+    }
+    tmux(&s, "kill-server");
+    remove(rcfile);
+    ck_assert_msg(done, "the live view did not exit after q");
+}
+END_TEST
+
 Suite *tui_suite(void)
 {
     Suite *s = suite_create("tui");
@@ -787,6 +832,7 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_cli_render_and_refusals);
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
+    tcase_add_test(io, test_tmux_live);
     suite_add_tcase(s, io);
     return s;
 }

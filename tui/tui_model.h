@@ -1,8 +1,8 @@
-/* model.h — what the views read: a trace plus an index of its events per lane (rank x
+/* tui_model.h — what the views read: a trace plus an index of its events per lane (rank x
  * stream) sorted by start, with prefix sums of busy time per category, so a view finds
  * the events of a time window by binary search and sums sub-cell events in O(log n). */
-#ifndef RL_TUI_MODEL_H
-#define RL_TUI_MODEL_H
+#ifndef RL_TUI_TUI_MODEL_H
+#define RL_TUI_TUI_MODEL_H
 #include <stddef.h>
 #include <stdint.h>
 #include "trace.h"

@@ -1,8 +1,8 @@
-/* model.c — per-lane index of a trace's events for the views. */
+/* tui_model.c — per-lane index of a trace's events for the views. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
+#include "tui_model.h"
 
 static int span_cmp(const void *pa, const void *pb)
 {
