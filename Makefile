@@ -150,6 +150,7 @@ ifeq ($(HAVE_NVCC),1)
     LDLIBS  += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) $(NCCL_SONAME)
   endif
   $(LIB): $(call cuobj,$(CU_SRC))
+  all: $(BUILD)/gpu_check
 endif
 ifeq ($(HAVE_MPI),1)
   MPI_LIBS ?= $(or $(shell mpicc --showme:link 2>/dev/null),$(wordlist 2,999,$(shell mpicc -link_info 2>/dev/null)))
@@ -162,6 +163,11 @@ $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"
 	@$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+
+# make gpu-check's program: GPU kernels against the CPU reference, GEMM TFLOP/s
+$(BUILD)/gpu_check: $(BUILD)/obj/common/cuda_check/gpu_check.o $(LIB)
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 .PHONY: gpu-check
 gpu-check:
