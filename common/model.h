@@ -15,6 +15,9 @@
  *   - Units (m->units: one per block, plus embedding / head units) list their parameters.
  *     Optional callbacks run before and after each unit's forward and backward, in forward
  *     order and reverse order respectively — FSDP-style code gathers and frees there.
+ *     Units: MLP/MoE "block0".."block{L-1}", "head"; transformer "embed", blocks, "head".
+ *     A tied weight belongs to the unit that registers it ("embed") but the head reads it
+ *     too: keep that unit gathered until the head's backward is done (or wrap both in one).
  *   - Ops issued by the model carry the trace tag RL_TAG_LAYER = block index (embedding and
  *     head: -1).
  *   - Free the model (rl_model_free) before its rank context.
@@ -136,7 +139,8 @@ void rl_model_free(rl_model *m);
  * keeping the activations; *loss (may be NULL) gets the mean loss (MSE / cross-entropy). */
 int rl_model_forward(rl_model *m, const rl_batch *batch, float *loss);
 /* Backward of the last forward: grads += grad_scale · ∂loss/∂param (use 1/K over K
- * accumulated micro-batches). Fires the grad-ready hook and the unit callbacks. */
+ * accumulated micro-batches). Fires the grad-ready hook and the unit callbacks. The batch
+ * given to forward must still be alive and unchanged. One backward per forward. */
 int rl_model_backward(rl_model *m, float grad_scale);
 /* Every parameter's current grad tensor ← 0. */
 int rl_model_zero_grad(rl_model *m);
