@@ -313,6 +313,112 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     return 0;
 }
 
+/* ------------------------------------------------------------------ ops on device tensors */
+
+/* The GPU state of the rank an op runs on (ctx, else the tensor's), or NULL with an error. */
+static rl_cuda_rank *op_gpu(rl_ctx **ctx, const rl_tensor *t, const char *op)
+{
+    if (!*ctx && t)
+        *ctx = t->ctx;
+    if (*ctx && (*ctx)->gpu)
+        return (*ctx)->gpu;
+    rl_error(*ctx, RL_ERR_UNSUPPORTED, "%s on the GPU: the rank has no GPU state (not a --backend cuda run)", op);
+    return NULL;
+}
+
+static int op_done(rl_ctx *ctx, const char *op, int rc, const char *err)
+{
+    return rc ? rl_error(ctx, RL_ERR_UNSUPPORTED, "%s on the GPU: %s", op, err) : 0;
+}
+
+static void mat_dims(const rl_tensor *t, int64_t *rows, int64_t *cols)
+{
+    *cols = t->ndim ? t->shape[t->ndim - 1] : 1;
+    *rows = *cols ? t->numel / *cols : 0;
+}
+
+int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_tensor *b, int trans_b,
+                      rl_tensor *c, float beta)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, c, "matmul");
+    if (!g)
+        return RL_ERR_UNSUPPORTED;
+    int64_t ar, ac, br, bc, cr, cc;
+    mat_dims(a, &ar, &ac);
+    mat_dims(b, &br, &bc);
+    mat_dims(c, &cr, &cc);
+    int64_t m = trans_a ? ac : ar, k = trans_a ? ar : ac, n = trans_b ? br : bc;
+    if (cr != m || cc != n || (trans_b ? bc : br) != k)
+        return rl_error(ctx, RL_ERR_ARG, "matmul on the GPU: shapes do not chain (m=%lld, k=%lld, n=%lld)",
+                        (long long)m, (long long)k, (long long)n);
+    return op_done(ctx, "matmul",
+                   rl_cuda_matmul(g, rl_tensor_data(a), a->dtype, trans_a, rl_tensor_data(b), b->dtype, trans_b,
+                                  rl_tensor_data(c), c->dtype, m, n, k, beta, err, sizeof err), err);
+}
+
+int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tensor *out)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, out, "add");
+    return !g ? RL_ERR_UNSUPPORTED
+              : op_done(ctx, "add", rl_cuda_add(g, rl_tensor_data(a), a->dtype, rl_tensor_data(b), b->dtype,
+                                                rl_tensor_data(out), out->dtype, out->numel, err, sizeof err), err);
+}
+
+int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, y, "axpy");
+    return !g ? RL_ERR_UNSUPPORTED
+              : op_done(ctx, "axpy", rl_cuda_axpy(g, alpha, rl_tensor_data(x), x->dtype, rl_tensor_data(y), y->dtype,
+                                                  y->numel, err, sizeof err), err);
+}
+
+int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, x, "scale");
+    return !g ? RL_ERR_UNSUPPORTED
+              : op_done(ctx, "scale", rl_cuda_scale(g, rl_tensor_data(x), x->dtype, alpha, x->numel, err, sizeof err),
+                        err);
+}
+
+int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, y, "gelu_forward");
+    return !g ? RL_ERR_UNSUPPORTED
+              : op_done(ctx, "gelu_forward", rl_cuda_gelu_forward(g, rl_tensor_data(x), x->dtype, rl_tensor_data(y),
+                                                                  y->dtype, y->numel, err, sizeof err), err);
+}
+
+int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_tensor *dx)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, dx, "gelu_backward");
+    return !g ? RL_ERR_UNSUPPORTED
+              : op_done(ctx, "gelu_backward",
+                        rl_cuda_gelu_backward(g, rl_tensor_data(x), x->dtype, rl_tensor_data(dy), dy->dtype,
+                                              rl_tensor_data(dx), dx->dtype, dx->numel, err, sizeof err), err);
+}
+
+int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
+                          int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
+                          rl_tensor *v)
+{
+    char err[300];
+    rl_cuda_rank *g = op_gpu(&ctx, param, "adamw_step");
+    if (!g)
+        return RL_ERR_UNSUPPORTED;
+    if (m->dtype != RL_F32 || v->dtype != RL_F32 || (master && master->dtype != RL_F32))
+        return rl_error(ctx, RL_ERR_ARG, "adamw_step on the GPU: master, m and v must be f32");
+    return op_done(ctx, "adamw_step",
+                   rl_cuda_adamw(g, lr, beta1, beta2, eps, weight_decay, step, rl_tensor_data(param), param->dtype,
+                                 rl_tensor_data(grad), grad->dtype, master ? rl_tensor_data(master) : NULL,
+                                 rl_tensor_data(m), rl_tensor_data(v), param->numel, err, sizeof err), err);
+}
+
 #else /* no CUDA in this build: never reached (rl_backend_resolve never picks cuda) */
 
 int rl_backend_world_init(rl_world *w, int ngpus)
@@ -378,5 +484,48 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
 {
     (void)w;
     return rl_error(ctx, RL_ERR_UNSUPPORTED, "this build has no CUDA backend");
+}
+static int no_gpu_op(rl_ctx *ctx, const char *op)
+{
+    return rl_error(ctx, RL_ERR_UNSUPPORTED, "%s: this build has no CUDA backend; run with --backend sim", op);
+}
+int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_tensor *b, int trans_b,
+                      rl_tensor *c, float beta)
+{
+    (void)a, (void)trans_a, (void)b, (void)trans_b, (void)c, (void)beta;
+    return no_gpu_op(ctx, "matmul");
+}
+int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tensor *out)
+{
+    (void)a, (void)b, (void)out;
+    return no_gpu_op(ctx, "add");
+}
+int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y)
+{
+    (void)alpha, (void)x, (void)y;
+    return no_gpu_op(ctx, "axpy");
+}
+int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha)
+{
+    (void)x, (void)alpha;
+    return no_gpu_op(ctx, "scale");
+}
+int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
+{
+    (void)x, (void)y;
+    return no_gpu_op(ctx, "gelu_forward");
+}
+int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_tensor *dx)
+{
+    (void)x, (void)dy, (void)dx;
+    return no_gpu_op(ctx, "gelu_backward");
+}
+int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
+                          int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
+                          rl_tensor *v)
+{
+    (void)lr, (void)beta1, (void)beta2, (void)eps, (void)weight_decay, (void)step;
+    (void)param, (void)grad, (void)master, (void)m, (void)v;
+    return no_gpu_op(ctx, "adamw_step");
 }
 #endif

@@ -7,6 +7,7 @@
 #define RL_BACKEND_H
 #include <stdint.h>
 #include "launch.h"
+#include "tensor.h"
 
 typedef struct rl_world rl_world;
 typedef struct rl_work rl_work;
@@ -68,5 +69,19 @@ int rl_backend_reduce(rl_ctx *ctx, int dtype, int op, int n, const void *const *
 /* Device transport: scratch of the rendezvous slots in device memory. */
 void *rl_backend_scratch_alloc(rl_world *w, int64_t bytes);
 void rl_backend_scratch_free(rl_world *w, void *p);
+
+/* GPU kernels on device tensors, for the ops API's dispatch (ops.c checks the arguments and
+ * records the cost as for the CPU kernels; these only run the math on the rank's compute
+ * stream). Each returns 0 or an error code with a message; RL_ERR_UNSUPPORTED without CUDA. */
+int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_tensor *b, int trans_b,
+                      rl_tensor *c, float beta);
+int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tensor *out);
+int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y);
+int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha);
+int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y);
+int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_tensor *dx);
+int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
+                          int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
+                          rl_tensor *v);
 
 #endif
