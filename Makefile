@@ -195,10 +195,123 @@ test-asan:
 	@echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
 	ASAN_OPTIONS=detect_leaks=1 RINGLAB_BUILD=build/asan RL_TEST_QUICK=1 build/asan/tests/run_tests
 
+# ================================================================ labs and grading (issue 4)
+# Every labs/NN_name/ (README.md, the skeleton, main.c, answers.txt, any support files)
+# is built the same way for each variant of its code:
+#   build/labs/NN_name/        the learner's code, labs/NN_name/*.c
+#   build/solutions/NN_name/   the same files with solutions/NN_name/*.c in their place
+#   build/variants/NN_name/copy/       the solution copied over a copy of the skeleton (tests)
+#   build/variants/NN_name/bug_NAME/   that copy with grader/tests/bugs/NN_name/NAME.sed
+#                                      applied to the solution file (planted-bug tests)
+# Each variant has `run` (main.c and the lab's files) and, with Check, `grade` (the lab's
+# files without main.c + grader/grade.c + grader/gradeNN.c). Labs 29-31 drop in unchanged.
+LAB_DIRS   := $(patsubst %/main.c,%,$(wildcard labs/[0-9][0-9]_*/main.c))
+LAB_NAMES  := $(notdir $(LAB_DIRS))
+lab_num     = $(firstword $(subst _, ,$(1)))
+lab_srcs    = $(wildcard labs/$(1)/*.c)
+lab_files   = $(notdir $(wildcard labs/$(1)/*.c labs/$(1)/*.h labs/$(1)/*.txt))
+sol_srcs    = $(wildcard solutions/$(1)/*.c)
+lab_grader  = $(wildcard grader/grade$(call lab_num,$(1)).c)
+lab_bugs    = $(basename $(notdir $(wildcard grader/tests/bugs/$(1)/*.sed)))
+LAB_RUN_BINS   :=
+LAB_GRADE_BINS :=
+
+# $(1) lab, $(2) output dir, $(3) sources (main.c included)
+define LAB_VARIANT
+$(2)/run: $(call obj,$(3)) $(LIB)
+	@mkdir -p $$(dir $$@)
+	@echo "  LINK  $$@"
+	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(LIB) $$(LDLIBS) -o $$@
+LAB_RUN_BINS += $(2)/run
+ifneq ($(call lab_grader,$(1)),)
+$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(LIB)
+	@mkdir -p $$(dir $$@)
+	@echo "  LINK  $$@"
+	@$$(CC) $$(CFLAGS) $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $$(LIB) \
+	  $$(LDLIBS) $$(CHECK_LIBS) -o $$@
+LAB_GRADE_BINS += $(2)/grade
+endif
+endef
+
+# $(1) lab: its three kinds of variants
+define LAB_RULES
+$(BUILD)/obj/labs/$(1)/%.o $(BUILD)/obj/solutions/$(1)/%.o $(BUILD)/obj/$(BUILD)/variants/$(1)/%.o: CFLAGS += -Ilabs/$(1)
+$(BUILD)/obj/grader/grade$(call lab_num,$(1)).o: CFLAGS += -Ilabs/$(1) -Igrader
+$(eval $(call LAB_VARIANT,$(1),$(BUILD)/labs/$(1),$(call lab_srcs,$(1))))
+$(eval $(call LAB_VARIANT,$(1),$(BUILD)/solutions/$(1),$(filter-out $(addprefix labs/$(1)/,$(notdir $(call sol_srcs,$(1)))),$(call lab_srcs,$(1))) $(call sol_srcs,$(1))))
+$(foreach f,$(call lab_files,$(1)),$(eval $(call LAB_COPY_FILE,$(1),copy,$(f),$(or $(wildcard solutions/$(1)/$(f)),labs/$(1)/$(f)))))
+$(eval $(call LAB_VARIANT,$(1),$(BUILD)/variants/$(1)/copy,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))))
+$(foreach b,$(call lab_bugs,$(1)),$(eval $(call LAB_BUG,$(1),$(b))))
+endef
+
+# $(1) lab, $(2) variant, $(3) file name, $(4) where it comes from
+define LAB_COPY_FILE
+$(BUILD)/variants/$(1)/$(2)/$(3): $(4)
+	@mkdir -p $$(dir $$@)
+	@cp $$< $$@
+endef
+
+# $(1) lab, $(2) bug name: the copy variant with the bug planted in the solution file
+define LAB_BUG
+$(foreach f,$(call lab_files,$(1)),$(if $(filter $(f),$(notdir $(firstword $(call sol_srcs,$(1))))),,$(eval $(call LAB_COPY_FILE,$(1),bug_$(2),$(f),$(or $(wildcard solutions/$(1)/$(f)),labs/$(1)/$(f))))))
+$(BUILD)/variants/$(1)/bug_$(2)/$(notdir $(firstword $(call sol_srcs,$(1)))): $(firstword $(call sol_srcs,$(1))) grader/tests/bugs/$(1)/$(2).sed
+	@mkdir -p $$(dir $$@)
+	@echo "  BUG   $(2) -> $$@"
+	@sed -f grader/tests/bugs/$(1)/$(2).sed $$< > $$@.tmp
+	@if cmp -s $$< $$@.tmp; then echo "grader/tests/bugs/$(1)/$(2).sed changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
+	@mv $$@.tmp $$@
+$(BUILD)/variants/$(1)/bug_$(2)/grade: $(call obj,grader/grade.c $(call lab_grader,$(1))) $(LIB) \
+  $(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(filter-out main.c,$(notdir $(call lab_srcs,$(1))))))
+	@echo "  LINK  $$@"
+	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(LIB) $$(LDLIBS) $$(CHECK_LIBS) -o $$@
+LAB_GRADE_BINS += $(BUILD)/variants/$(1)/bug_$(2)/grade
+endef
+
+$(foreach l,$(LAB_NAMES),$(eval $(call LAB_RULES,$(l))))
+
+# `make` builds every lab's run (and, with Check, grade) binaries; the test binary needs the
+# graders (grader/tests run them), so test-unit and test-asan build them too.
+all: $(LAB_RUN_BINS) $(if $(HAVE_CHECK),$(LAB_GRADE_BINS),)
+$(TESTBIN): | $(LAB_RUN_BINS) $(LAB_GRADE_BINS)
+
+# make run LAB=28 [RANKS=4] [SOLUTION=1] [ARGS="--hw a100-pcie --trace run.json"]
+# make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [JSON=results.json]
+LAB         ?= $(firstword $(subst ., ,$(STEP)))
+SOLUTION    ?= 0
+LAB_KIND     = $(if $(filter-out 0,$(SOLUTION)),solutions,labs)
+LAB_SEL      = $(if $(LAB),$(notdir $(patsubst %/main.c,%,$(wildcard labs/$(LAB)_*/main.c labs/$(LAB)/main.c))),$(LAB_NAMES))
+.PHONY: run grade
+run: $(if $(LAB),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/run),)
+	@if [ -z "$(LAB)" ] || [ -z "$(LAB_SEL)" ]; then \
+	  echo "make run needs LAB=NN, one of: $(LAB_NAMES) (e.g. make run LAB=28 RANKS=4)" >&2; exit 2; fi
+	@echo "== lab $(LAB_SEL): $(if $(filter solutions,$(LAB_KIND)),reference solution solutions,your code labs)/$(LAB_SEL) =="
+	@$(BUILD)/$(LAB_KIND)/$(LAB_SEL)/run $(if $(RANKS),--ranks $(RANKS),) $(ARGS)
+
+grade: $(if $(HAVE_CHECK),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade),)
+ifneq ($(HAVE_CHECK),1)
+	@echo "grading needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
+endif
+	@if [ -z "$(LAB_SEL)" ]; then echo "no lab matches LAB=$(LAB); labs: $(LAB_NAMES)" >&2; exit 2; fi
+	@total=0; max=0; fail=0; \
+	for l in $(LAB_SEL); do \
+	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
+	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
+	    $(if $(JSON),--json $(JSON),) | tee $(BUILD)/grade-$$l.log || fail=1; \
+	  s=$$(sed -n 's/^Score: \([0-9]*\)\/\([0-9]*\)$$/\1 \2/p' $(BUILD)/grade-$$l.log | tail -1); \
+	  [ -n "$$s" ] || { fail=1; s="0 0"; }; \
+	  total=$$((total + $${s% *})); max=$$((max + $${s#* })); \
+	done; \
+	if [ $(words $(LAB_SEL)) -gt 1 ]; then echo "Score: $$total/$$max"; fi; \
+	[ $$fail = 0 ] && [ $$total = $$max ]
+# ================================================================ end of labs and grading
+
 help:
 	@echo "ringlab — make targets:"
 	@echo "  make              build everything this machine can (prints a ✓/✗ banner)"
 	@echo "  make deps         install the Debian packages the build and tests need (as root)"
+	@echo "  make run LAB=28 [RANKS=4] [ARGS=\"--hw a100-pcie --trace run.json\"]   build and run your lab 28"
+	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
+	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [JSON=results.json]   grade your labs (or the solutions)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"

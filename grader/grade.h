@@ -1,0 +1,74 @@
+/* grade.h — the grader framework every lab's grader uses. A lab grader is a list of Check
+ * tests, each with its step, a title, points and a time limit; rl_grade_main runs each
+ * one forked (Check's CK_FORK) under its limit, so a crash, an abort or an endless loop in
+ * learner code loses that test's points — with the reason, "crashed: SIGSEGV" or "timed out
+ * after 10 s" — and grading goes on. It prints one line per test in the style of the
+ * OS-course graders, a subtotal per step, `Score: X/Y` last, and can write the Gradescope
+ * autograder JSON.
+ *
+ * Command line of every lab grader (see rl_grade_usage):
+ *   --step 28.1      only that step (repeatable; "all" = every step)
+ *   --json FILE      also write the Gradescope results JSON
+ *   --answers FILE   the lab's answers file (hand derivations, interview questions)
+ *   --list           list the tests and their points
+ *   -v               show the captured output of passing tests too
+ * Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (slow machines).
+ * Exit status: 0 with full marks of the selected tests, 1 otherwise, 2 on bad usage. */
+#ifndef RL_GRADE_H
+#define RL_GRADE_H
+#include <check.h>
+#include <stddef.h>
+
+/* One graded step of a lab ("28.1", "ring all-reduce"). */
+typedef struct rl_grade_step {
+    const char *id;
+    const char *title;
+} rl_grade_step;
+
+/* One graded test: a Check test function (START_TEST) with its points and time limit. */
+typedef struct rl_grade_test {
+    const char *step;       /* the step id it belongs to */
+    const char *title;      /* "odd counts" */
+    int points;
+    double limit_s;         /* wall-clock limit before RL_GRADE_TIME_SCALE */
+    const TTest *const *fn; /* &name of a START_TEST(name) */
+} rl_grade_test;
+
+/* A lab's grader. */
+typedef struct rl_grade_lab {
+    const char *id;              /* "28" */
+    const char *title;           /* "DDP: data parallelism and bucket overlap" */
+    const char *handout;         /* "labs/28_ddp/README.md" */
+    const char *default_answers; /* "labs/28_ddp/answers.txt" */
+    const rl_grade_step *steps;
+    int nsteps;
+    const rl_grade_test *tests;
+    int ntests;
+} rl_grade_lab;
+
+/* Runs a lab grader's command line; returns the process exit status. */
+int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv);
+
+/* The answers file of this grading run (--answers, else the lab's default). */
+const char *rl_grade_answers_path(void);
+/* RL_GRADE_TIME_SCALE (1 when unset or invalid). */
+double rl_grade_time_scale(void);
+/* 1 under the sanitizer test run (RL_TEST_QUICK set): tests may shrink their work. */
+int rl_grade_quick(void);
+
+/* ------------------------------------------------------------------ answers files
+ * An answers file has one answer per line, `key = value`; `#` starts a comment; blank
+ * values mean "not answered". Numbers may use e-notation ("6e6") and may carry a trailing
+ * unit word, which is ignored ("6 MB"); the question says which unit to use. */
+
+/* Looks key up in the answers file; returns 1 and copies the value (trimmed), 0 when the
+ * key is missing or blank, -1 when the file cannot be read. */
+int rl_grade_answer(const char *path, const char *key, char *value, size_t size);
+/* Checks a numeric answer against expected with a relative tolerance; on a wrong or
+ * missing answer returns 0 with a message in msg. */
+int rl_grade_check_number(const char *path, const char *key, double expected, double rel_tol,
+                          char *msg, size_t size);
+/* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
+int rl_grade_check_choice(const char *path, const char *key, char expected, char *msg, size_t size);
+
+#endif
