@@ -381,21 +381,25 @@ static void supervise(rl_world *w)
     }
 }
 
+/* A merged, sorted copy of every rank's trace (safe while ranks run). */
 static rl_trace *collect_trace(rl_world *w)
 {
     rl_trace *t = rl_trace_new(w->n);
     snprintf(t->hw, sizeof t->hw, "%s", w->hw->name);
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        pthread_mutex_lock(&c->trace_mu);
         rl_trace_merge(t, c->trace);
         memcpy(t->peak[r], c->mem.peak, sizeof t->peak[r]);
+        if (r == 0) {
+            for (int i = 0; i < c->trace->nmeta; i++)
+                rl_trace_set_meta(t, c->trace->meta_keys[i], c->trace->meta_vals[i]);
+            t->mesh_ndims = c->trace->mesh_ndims;
+            memcpy(t->mesh_names, c->trace->mesh_names, sizeof t->mesh_names);
+            memcpy(t->mesh_sizes, c->trace->mesh_sizes, sizeof t->mesh_sizes);
+        }
+        pthread_mutex_unlock(&c->trace_mu);
     }
-    rl_trace *t0 = w->ctxs[0]->trace;
-    for (int i = 0; i < t0->nmeta; i++)
-        rl_trace_set_meta(t, t0->meta_keys[i], t0->meta_vals[i]);
-    t->mesh_ndims = t0->mesh_ndims;
-    memcpy(t->mesh_names, t0->mesh_names, sizeof t->mesh_names);
-    memcpy(t->mesh_sizes, t0->mesh_sizes, sizeof t->mesh_sizes);
     rl_trace_sort(t);
     return t;
 }
@@ -489,18 +493,7 @@ rl_run *rl_launch_async(const rl_opts *opts, rl_rank_fn fn, void *arg)
 
 rl_trace *rl_run_snapshot(rl_run *run)
 {
-    rl_world *w = run->w;
-    rl_trace *t = rl_trace_new(w->n);
-    snprintf(t->hw, sizeof t->hw, "%s", w->hw->name);
-    for (int r = 0; r < w->n; r++) {
-        rl_ctx *c = w->ctxs[r];
-        pthread_mutex_lock(&c->trace_mu);
-        rl_trace_merge(t, c->trace);
-        memcpy(t->peak[r], c->mem.peak, sizeof t->peak[r]);
-        pthread_mutex_unlock(&c->trace_mu);
-    }
-    rl_trace_sort(t);
-    return t;
+    return collect_trace(run->w);
 }
 
 int rl_run_done(rl_run *run)
@@ -588,14 +581,20 @@ void rl_ctx_set_user(rl_ctx *ctx, void *p) { ctx->user = p; }
 
 void rl_ctx_set_meta(rl_ctx *ctx, const char *key, const char *value)
 {
-    if (ctx->rank == 0)
-        rl_trace_set_meta(ctx->trace, key, value);
+    if (ctx->rank != 0)
+        return;
+    pthread_mutex_lock(&ctx->trace_mu);
+    rl_trace_set_meta(ctx->trace, key, value);
+    pthread_mutex_unlock(&ctx->trace_mu);
 }
 
 void rl_ctx_set_mesh(rl_ctx *ctx, int ndims, const char *const *names, const int *sizes)
 {
-    if (ctx->rank == 0)
-        rl_trace_set_mesh(ctx->trace, ndims, names, sizes);
+    if (ctx->rank != 0)
+        return;
+    pthread_mutex_lock(&ctx->trace_mu);
+    rl_trace_set_mesh(ctx->trace, ndims, names, sizes);
+    pthread_mutex_unlock(&ctx->trace_mu);
 }
 
 rl_ctx *rl_ctx_new_standalone(const rl_hw *hw, uint64_t seed)

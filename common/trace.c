@@ -137,8 +137,10 @@ void rl_trace_sort(rl_trace *t)
 {
     /* qsort is not stable: ties are broken on every field above, and events that tie on all
      * of them are identical in the file, so the output is deterministic. */
-    qsort(t->ev, t->n, sizeof *t->ev, ev_cmp);
-    qsort(t->mem, t->nmem, sizeof *t->mem, mem_cmp);
+    if (t->n > 1)
+        qsort(t->ev, t->n, sizeof *t->ev, ev_cmp);
+    if (t->nmem > 1)
+        qsort(t->mem, t->nmem, sizeof *t->mem, mem_cmp);
 }
 
 void rl_trace_set_mesh(rl_trace *t, int ndims, const char *const *names, const int *sizes)

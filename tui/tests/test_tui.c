@@ -771,13 +771,6 @@ START_TEST(test_tmux_live)
         fprintf(stderr, "test_tmux_live: SKIPPED - tmux is not installed (make deps installs it)\n");
         return;
     }
-    if (rl_test_quick()) {
-        /* rl_run_snapshot sorts a trace with no memory samples yet: qsort(NULL, 0, ...), which
-         * UBSan stops on. Until common/trace.c skips empty arrays, run this only without
-         * sanitizers. */
-        fprintf(stderr, "test_tmux_live: SKIPPED under sanitizers (rl_trace_sort on empty arrays, see common/trace.c)\n");
-        return;
-    }
     char rcfile[128], cwd[512];
     static char screen[1 << 16];
     snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live_%d.rc", (int)getpid());
