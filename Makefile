@@ -241,6 +241,8 @@ $(eval $(call LAB_VARIANT,$(1),$(BUILD)/labs/$(1),$(call lab_srcs,$(1))))
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/solutions/$(1),$(filter-out $(addprefix labs/$(1)/,$(notdir $(call sol_srcs,$(1)))),$(call lab_srcs,$(1))) $(call sol_srcs,$(1))))
 $(foreach f,$(call lab_files,$(1)),$(eval $(call LAB_COPY_FILE,$(1),copy,$(f),$(or $(wildcard solutions/$(1)/$(f)),labs/$(1)/$(f)))))
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/variants/$(1)/copy,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))))
+$(BUILD)/variants/$(1)/copy/grade $(BUILD)/variants/$(1)/copy/run: $(addprefix $(BUILD)/variants/$(1)/copy/,$(call lab_files,$(1)))
+$(call obj,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(wildcard labs/$(1)/*.h)))
 $(foreach b,$(call lab_bugs,$(1)),$(eval $(call LAB_BUG,$(1),$(b))))
 endef
 
@@ -260,6 +262,7 @@ $(BUILD)/variants/$(1)/bug_$(2)/$(notdir $(firstword $(call sol_srcs,$(1)))): $(
 	@sed -f grader/tests/bugs/$(1)/$(2).sed $$< > $$@.tmp
 	@if cmp -s $$< $$@.tmp; then echo "grader/tests/bugs/$(1)/$(2).sed changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
+$(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(wildcard labs/$(1)/*.h)))
 $(BUILD)/variants/$(1)/bug_$(2)/grade: $(call obj,grader/grade.c $(call lab_grader,$(1))) $(LIB) \
   $(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(filter-out main.c,$(notdir $(call lab_srcs,$(1))))))
 	@echo "  LINK  $$@"
@@ -268,6 +271,7 @@ LAB_GRADE_BINS += $(BUILD)/variants/$(1)/bug_$(2)/grade
 endef
 
 $(foreach l,$(LAB_NAMES),$(eval $(call LAB_RULES,$(l))))
+$(BUILD)/obj/grader/tests/%.o: CFLAGS += -Icommon/tests
 
 # `make` builds every lab's run (and, with Check, grade) binaries; the test binary needs the
 # graders (grader/tests run them), so test-unit and test-asan build them too.
