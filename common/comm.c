@@ -145,6 +145,12 @@ static rl_work *work_new(rl_ctx *ctx)
     w->vend = -1;
     memcpy(w->tags, ctx->tags, sizeof w->tags);
     w->phase = ctx->phase;
+    pthread_mutex_lock(&ctx->qmu);
+    w->live_next = ctx->works;
+    if (ctx->works)
+        ctx->works->live_prev = w;
+    ctx->works = w;
+    pthread_mutex_unlock(&ctx->qmu);
     return w;
 }
 
@@ -157,8 +163,16 @@ static void work_add_op(rl_work *w, const rl_op_desc *d)
     w->ops[w->nops++] = *d;
 }
 
+/* Frees a work item; call with ctx->qmu held. */
 static void work_free(rl_work *w)
 {
+    rl_ctx *ctx = w->ctx;
+    if (w->live_prev)
+        w->live_prev->live_next = w->live_next;
+    else
+        ctx->works = w->live_next;
+    if (w->live_next)
+        w->live_next->live_prev = w->live_prev;
     for (int i = 0; i < w->nops; i++)
         free(w->ops[i].counts);
     free(w->ops);
@@ -355,7 +369,9 @@ int rl_group_end(rl_ctx *ctx)
     rl_work *w = ctx->group_work;
     ctx->group_work = NULL;
     if (w->nops == 0) {
+        pthread_mutex_lock(&ctx->qmu);
         work_free(w);
+        pthread_mutex_unlock(&ctx->qmu);
         return 0;
     }
     int sync = ctx->group_sync;
@@ -1263,6 +1279,15 @@ static int execute(rl_ctx *ctx, rl_work *w)
     w->vstart = ready;
     w->vend = end;
     return st;
+}
+
+void rl_works_free_all(rl_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->qmu);
+    while (ctx->works)
+        work_free(ctx->works);
+    ctx->group_work = NULL;
+    pthread_mutex_unlock(&ctx->qmu);
 }
 
 void *rl_comm_worker(void *arg)

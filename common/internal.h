@@ -88,6 +88,7 @@ struct rl_work {
     char phase;
     int sentinel;           /* the ctx's static "done" handle */
     struct rl_work *next;
+    struct rl_work *live_prev, *live_next; /* the rank's list of live work items */
 };
 
 typedef struct rl_slot {
@@ -180,6 +181,7 @@ struct rl_ctx {
     rl_flight_rec flight[RL_FLIGHT_N];
     int64_t nflight;
     rl_work done_work;
+    rl_work *works;             /* live work items (under qmu), freed at teardown */
     struct rl_tensor_node *tensors; /* live tensors, freed at teardown */
     void *user;
     int thread_done;
@@ -212,6 +214,8 @@ void rl_flight_set(rl_ctx *ctx, int64_t id, int state);
 void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *verdict, int vlen);
 /* Appends an event to the rank's trace (thread-safe; fills rank, tags and phase). */
 void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase);
+/* Frees every work item still alive on ctx (after its worker stopped). */
+void rl_works_free_all(rl_ctx *ctx);
 /* Frees every tensor still alive on ctx. */
 void rl_tensors_free_all(rl_ctx *ctx);
 /* GPU backend (issue 6): counts / traces a call done outside the sim rendezvous (comm.c). */

@@ -267,10 +267,7 @@ void rl_world_destroy(rl_world *w)
             free(c->comms);
             c->comms = next;
         }
-        if (c->group_work) {
-            free(c->group_work->ops);
-            free(c->group_work);
-        }
+        rl_works_free_all(c);
         rl_tensors_free_all(c);
         rl_trace_free(c->trace);
         pthread_mutex_destroy(&c->trace_mu);

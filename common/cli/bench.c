@@ -119,23 +119,26 @@ static float expected(const bench_cfg *b, int n, int r, int64_t i, int64_t send_
     }
 }
 
-static void fill_send(rl_tensor *t, const bench_cfg *b, int r)
+/* Fills a send buffer with rank r's pattern (one bulk copy, host or device). */
+static void fill_send(rl_tensor *t, float *host, int r)
 {
     for (int64_t i = 0; i < t->numel; i++)
-        rl_tensor_set(t, i, pattern(r, i));
-    (void)b;
+        host[i] = pattern(r, i);
+    rl_tensor_from_f32(t, host, t->numel);
 }
 
-static int64_t count_wrong(const bench_cfg *b, int n, int r, const rl_tensor *recv, int64_t sc, int64_t rc)
+static int64_t count_wrong(const bench_cfg *b, int n, int r, const rl_tensor *recv, float *host, int64_t sc,
+                           int64_t rc)
 {
     if (b->kind == RL_COLL_REDUCE && r != b->root)
         return 0;
+    rl_tensor_to_f32(recv, host, recv->numel);
     int64_t wrong = 0;
     for (int64_t i = 0; i < recv->numel; i++) {
         float want = expected(b, n, r, i, sc, rc);
         if (recv->dtype == RL_BF16)
             want = rl_round_bf16(want);
-        if (rl_tensor_get(recv, i) != want)
+        if (host[i] != want)
             wrong++;
     }
     return wrong;
@@ -196,20 +199,21 @@ static int bench_rank(rl_ctx *ctx, void *arg)
             in_send = big;
             in_recv = rl_tensor_slice(big, (int64_t)r * rc, rc);
         }
+        float *host = malloc((size_t)(sc > rc ? sc : rc) * sizeof(float) + 1);
         for (int ip = 0; ip < 2; ip++) {
             rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;
             if (!s || !d)
                 continue;
             for (int it = 0; it < b->warmup; it++) {
-                fill_send(s, b, r);
+                fill_send(s, host, r);
                 if (run_one(world, b, s, d))
                     return -1;
             }
             if (b->check) {
-                fill_send(s, b, r);
+                fill_send(s, host, r);
                 if (run_one(world, b, s, d))
                     return -1;
-                int64_t wrong = count_wrong(b, n, r, d, sc, rc);
+                int64_t wrong = count_wrong(b, n, r, d, host, sc, rc);
                 /* every rank's wrong count ends on rank 0 through an all-reduce */
                 rl_tensor *wt = rl_tensor_new_1d(ctx, "wrong", RL_F32, RL_MEM_OTHER, 1);
                 rl_tensor_set(wt, 0, (float)wrong);
@@ -231,6 +235,7 @@ static int bench_rank(rl_ctx *ctx, void *arg)
                 br->wtime[ip] = (w1 - w0) / b->iters;
             }
         }
+        free(host);
         rl_tensor_free(big);
         if (b->kind == RL_COLL_REDUCE_SCATTER)
             rl_tensor_free(in_recv);
@@ -391,8 +396,9 @@ int rl_cmd_bench(int argc, char **argv)
         int64_t next = b->step_bytes ? s + b->step_bytes : (int64_t)((double)s * b->factor);
         s = next > s ? next : s + 1;
     }
-    printf("# ringlab bench %s: %d ranks, backend sim, dtype %s\n",
+    printf("# ringlab bench %s: %d ranks, backend %s, dtype %s\n",
            b->kind == KIND_SENDRECV ? "sendrecv" : rl_coll_name((rl_coll_kind)b->kind), opts.ranks,
+           opts.backend == RL_BACKEND_SIM ? "sim" : opts.backend == RL_BACKEND_CUDA ? "cuda" : "auto",
            rl_dtype_nccl_name(b->dtype));
     printf("# nIters %d warmup %d check %d\n", b->iters, b->warmup, b->check);
     printf("# hw %s: %s\n", opts.hw->name, opts.hw->summary);
