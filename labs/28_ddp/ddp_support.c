@@ -200,7 +200,7 @@ ddp_run_config ddp_run_config_default(void)
     c.model.out_dim = 16;
     c.micro_batch = 32;
     c.accum_steps = 1;
-    c.steps = 4;
+    c.steps = 10;
     /* PyTorch's 25 MiB cap is sized for models of hundreds of MiB; this model has 16 MiB of
      * gradients, so the lab scales the cap down to 4 MiB (a quarter of the model, as 25 MiB
      * is of a 100 MiB model): 5 buckets. --bucket-cap-mb 25 shows what the default does. */
