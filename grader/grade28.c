@@ -353,7 +353,7 @@ END_TEST
 START_TEST(t_buckets_reverse_order)
 {
     ddp_param_desc d[6];
-    char names[6][8];
+    char names[6][16];
     for (int i = 0; i < 6; i++) {
         snprintf(names[i], sizeof names[i], "p%d", i);
         d[i] = (ddp_param_desc){ names[i], 256, RL_F32, -1 }; /* 1 KiB each */
@@ -368,7 +368,7 @@ START_TEST(t_buckets_cap_boundary)
     /* sizes in KiB (f32): the first bucket closes at 1 KiB, then buckets close once >= 3 KiB */
     int64_t kib[] = { 2, 1, 1, 1, 1, 2, 3, 1, 1 };
     ddp_param_desc d[9];
-    char names[9][8];
+    char names[9][16];
     for (int i = 0; i < 9; i++) {
         snprintf(names[i], sizeof names[i], "w%d", i);
         d[i] = (ddp_param_desc){ names[i], kib[i] * 256, RL_F32, -1 };
@@ -398,7 +398,7 @@ END_TEST
 START_TEST(t_buckets_small_cap)
 {
     ddp_param_desc d[5];
-    char names[5][8];
+    char names[5][16];
     for (int i = 0; i < 5; i++) {
         snprintf(names[i], sizeof names[i], "p%d", i);
         d[i] = (ddp_param_desc){ names[i], 1000 + 100 * i, RL_F32, -1 };
