@@ -1,10 +1,17 @@
-/* fault.c — parsing of --fault specs. */
+/* fault.c — parsing of --fault specs and the queries lab code makes about them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "err.h"
 #include "fault.h"
+#include "launch.h"
 
-static const char *const kind_names[RL_FAULT_NKINDS] = { "hang", "straggler", "mismatch" };
+static const char *const kind_names[RL_FAULT_NKINDS] = { "hang", "straggler", "mismatch", "nan", "hot-expert" };
+
+/* Keys each kind takes (required ones first), for parsing and messages. */
+static const char *const kind_keys[RL_FAULT_NKINDS] = { "rank, seq", "rank, ms", "rank, seq", "rank, step, layer",
+                                                        "expert, frac" };
 
 const char *rl_fault_kind_name(rl_fault_kind k)
 {
@@ -15,7 +22,20 @@ const char *rl_fault_help(void)
 {
     return "  hang:rank=R:seq=S        rank R never enters collective S on the world communicator\n"
            "  straggler:rank=R:ms=X    rank R's compute is X ms slower every step (virtual time)\n"
-           "  mismatch:rank=R:seq=S    rank R calls collective S with a wrong count\n";
+           "  mismatch:rank=R:seq=S    rank R calls collective S with a wrong count\n"
+           "  nan:rank=R:step=S[:layer=L]  a NaN appears in rank R's layer-L activation (default 0) at step S\n"
+           "  hot-expert:expert=E:frac=F   a fraction F (0..1) of the tokens goes to MoE expert E\n";
+}
+
+/* Does the kind take this key? */
+static int kind_takes(int kind, const char *key)
+{
+    const char *keys = kind_keys[kind];
+    size_t n = strlen(key);
+    for (const char *p = strstr(keys, key); p; p = strstr(p + 1, key))
+        if ((p == keys || p[-1] == ' ') && (p[n] == 0 || p[n] == ','))
+            return 1;
+    return 0;
 }
 
 int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
@@ -30,14 +50,19 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
     f->rank = -1;
     f->seq = -1;
     f->ms = -1;
+    f->step = -1;
+    f->layer = -1;
+    f->expert = -1;
+    f->frac = -1;
     char *save = NULL, *tok = strtok_r(buf, ":", &save);
     int kind = -1;
     for (int i = 0; tok && i < RL_FAULT_NKINDS; i++)
         if (strcmp(tok, kind_names[i]) == 0)
             kind = i;
     if (kind < 0) {
-        snprintf(err, (size_t)errlen, "--fault '%s': unknown kind '%s' (use hang, straggler or mismatch)",
-                 spec, tok ? tok : "");
+        snprintf(err, (size_t)errlen,
+                 "--fault '%s': unknown kind '%s' (use hang, straggler, mismatch, nan or hot-expert)", spec,
+                 tok ? tok : "");
         return -1;
     }
     f->kind = (rl_fault_kind)kind;
@@ -50,8 +75,18 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
         *eq = 0;
         const char *val = eq + 1;
         double v = strtod(val, &end);
-        if (!*val || *end || v < 0) {
+        if (!*val || *end || !(v >= 0) || !isfinite(v)) {
             snprintf(err, (size_t)errlen, "--fault '%s': %s=%s is not a number >= 0", spec, tok, val);
+            return -1;
+        }
+        int whole = v == floor(v) && v < 2e9;
+        if (!kind_takes(kind, tok)) {
+            snprintf(err, (size_t)errlen, "--fault '%s': unknown key '%s' (%s takes %s)", spec, tok,
+                     kind_names[kind], kind_keys[kind]);
+            return -1;
+        }
+        if (strcmp(tok, "ms") != 0 && strcmp(tok, "frac") != 0 && !whole) {
+            snprintf(err, (size_t)errlen, "--fault '%s': %s=%s must be a whole number", spec, tok, val);
             return -1;
         }
         if (strcmp(tok, "rank") == 0)
@@ -60,16 +95,118 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
             f->seq = (int64_t)v;
         else if (strcmp(tok, "ms") == 0)
             f->ms = v;
-        else {
-            snprintf(err, (size_t)errlen, "--fault '%s': unknown key '%s' (rank, seq, ms)", spec, tok);
-            return -1;
+        else if (strcmp(tok, "step") == 0)
+            f->step = (int64_t)v;
+        else if (strcmp(tok, "layer") == 0)
+            f->layer = (int)v;
+        else if (strcmp(tok, "expert") == 0)
+            f->expert = (int)v;
+        else if (strcmp(tok, "frac") == 0) {
+            if (v > 1) {
+                snprintf(err, (size_t)errlen, "--fault '%s': frac=%s must be a fraction between 0 and 1 (0.6 = 60%%)",
+                         spec, val);
+                return -1;
+            }
+            f->frac = v;
         }
     }
-    int need_seq = f->kind != RL_FAULT_STRAGGLER;
-    if (f->rank < 0 || (need_seq && f->seq < 0) || (!need_seq && f->ms < 0)) {
-        snprintf(err, (size_t)errlen, "--fault '%s': %s needs rank=R and %s", spec, kind_names[kind],
-                 need_seq ? "seq=S" : "ms=X");
-        return -1;
+    switch (f->kind) {
+    case RL_FAULT_HANG:
+    case RL_FAULT_MISMATCH:
+    case RL_FAULT_STRAGGLER: {
+        int need_seq = f->kind != RL_FAULT_STRAGGLER;
+        if (f->rank < 0 || (need_seq && f->seq < 0) || (!need_seq && f->ms < 0)) {
+            snprintf(err, (size_t)errlen, "--fault '%s': %s needs rank=R and %s", spec, kind_names[kind],
+                     need_seq ? "seq=S" : "ms=X");
+            return -1;
+        }
+        break;
+    }
+    case RL_FAULT_NAN:
+        if (f->rank < 0 || f->step < 0) {
+            snprintf(err, (size_t)errlen, "--fault '%s': nan needs rank=R and step=S (layer=L optional, default 0)",
+                     spec);
+            return -1;
+        }
+        if (f->layer < 0)
+            f->layer = 0;
+        break;
+    case RL_FAULT_HOT_EXPERT:
+        if (f->expert < 0 || f->frac < 0) {
+            snprintf(err, (size_t)errlen, "--fault '%s': hot-expert needs expert=E and frac=F (e.g. expert=3:frac=0.6)",
+                     spec);
+            return -1;
+        }
+        break;
+    default: break;
     }
     return 0;
+}
+
+const rl_fault *rl_fault_find(const rl_ctx *ctx, rl_fault_kind kind)
+{
+    if (!ctx)
+        return NULL;
+    const rl_opts *o = rl_ctx_opts(ctx);
+    for (int i = 0; o && i < o->nfaults && i < RL_MAX_FAULTS; i++)
+        if (o->faults[i].kind == kind)
+            return &o->faults[i];
+    return NULL;
+}
+
+int rl_fault_nan_due(const rl_ctx *ctx, int64_t step, int layer)
+{
+    if (!ctx)
+        return 0;
+    const rl_opts *o = rl_ctx_opts(ctx);
+    for (int i = 0; o && i < o->nfaults && i < RL_MAX_FAULTS; i++) {
+        const rl_fault *f = &o->faults[i];
+        if (f->kind == RL_FAULT_NAN && f->rank == rl_rank(ctx) && f->step == step && f->layer == layer)
+            return 1;
+    }
+    return 0;
+}
+
+int rl_fault_hot_expert(const rl_ctx *ctx, int *expert, double *frac)
+{
+    const rl_fault *f = rl_fault_find(ctx, RL_FAULT_HOT_EXPERT);
+    if (!f)
+        return 0;
+    if (expert)
+        *expert = f->expert;
+    if (frac)
+        *frac = f->frac;
+    return 1;
+}
+
+int rl_fault_skew_routing(rl_ctx *ctx, int64_t tokens, int top_k, int experts, int *expert_ids)
+{
+    int hot;
+    double frac;
+    if (!rl_fault_hot_expert(ctx, &hot, &frac))
+        return 0;
+    if (tokens < 0 || top_k < 1 || experts < 1 || top_k > experts || (tokens > 0 && !expert_ids))
+        return rl_error(ctx, RL_ERR_ARG,
+                        "rl_fault_skew_routing: need tokens >= 0, 1 <= top_k (%d) <= experts (%d) and the expert ids",
+                        top_k, experts);
+    if (hot >= experts)
+        return rl_error(ctx, RL_ERR_ARG,
+                        "--fault hot-expert:expert=%d: the model has only %d experts (use expert=0..%d)", hot, experts,
+                        experts - 1);
+    int moved = 0;
+    for (int64_t t = 0; t < tokens; t++) {
+        if (floor((double)(t + 1) * frac + 1e-9) <= floor((double)t * frac + 1e-9))
+            continue;
+        int *e = expert_ids + t * top_k, j = 0;
+        while (j < top_k && e[j] != hot)
+            j++;
+        if (j == top_k)
+            e[0] = hot;
+        else {
+            e[j] = e[0];
+            e[0] = hot;
+        }
+        moved++;
+    }
+    return moved;
 }
