@@ -199,7 +199,9 @@ static int bench_rank(rl_ctx *ctx, void *arg)
             in_send = big;
             in_recv = rl_tensor_slice(big, (int64_t)r * rc, rc);
         }
-        float *host = malloc((size_t)(sc > rc ? sc : rc) * sizeof(float) + 1);
+        /* a host staging buffer, as a tensor so an aborted run still frees it */
+        rl_tensor *staging = rl_tensor_new_1d(ctx, "staging", RL_F32, RL_MEM_OTHER, sc > rc ? sc : rc);
+        float *host = rl_tensor_host_data(staging);
         for (int ip = 0; ip < 2; ip++) {
             rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;
             if (!s || !d)
@@ -235,7 +237,7 @@ static int bench_rank(rl_ctx *ctx, void *arg)
                 br->wtime[ip] = (w1 - w0) / b->iters;
             }
         }
-        free(host);
+        rl_tensor_free(staging);
         rl_tensor_free(big);
         if (b->kind == RL_COLL_REDUCE_SCATTER)
             rl_tensor_free(in_recv);
