@@ -46,6 +46,7 @@ TEST_SRC  := $(wildcard common/tests/*.c tui/tests/*.c grader/tests/*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIB      := $(BUILD)/libringlab.a
+TUI_LIB  := $(BUILD)/libringlab_tui.a
 RINGLAB  := $(BUILD)/ringlab
 TESTBIN  := $(BUILD)/tests/run_tests
 SUITES_H := $(BUILD)/tests/suites.gen.h
@@ -89,9 +90,14 @@ $(LIB): $(call obj,$(LIB_SRC))
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^
 
-$(RINGLAB): $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB)
+# the TUI as a library: build/ringlab and every lab binary link it (live view, charts)
+$(TUI_LIB): $(call obj,$(TUI_SRC))
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+$(RINGLAB): $(call obj,$(CLI_SRC)) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $@"
-	@$(CC) $(CFLAGS) $(call obj,$(CLI_SRC) $(TUI_SRC)) $(LIB) $(LDLIBS) $(NCURSES_LIBS) -o $@
+	@$(CC) $(CFLAGS) $(call obj,$(CLI_SRC)) $(TUI_LIB) $(LIB) $(LDLIBS) $(NCURSES_LIBS) -o $@
 
 $(SUITES_H): $(TEST_SRC)
 	@mkdir -p $(dir $@)
@@ -218,17 +224,17 @@ LAB_GRADE_BINS :=
 
 # $(1) lab, $(2) output dir, $(3) sources (main.c included)
 define LAB_VARIANT
-$(2)/run: $(call obj,$(3)) $(LIB)
+$(2)/run: $(call obj,$(3)) $(TUI_LIB) $(LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(LIB) $$(LDLIBS) -o $$@
+	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) -o $$@
 LAB_RUN_BINS += $(2)/run
 ifneq ($(call lab_grader,$(1)),)
-$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(LIB)
+$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB)
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $$(LIB) \
-	  $$(LDLIBS) $$(CHECK_LIBS) -o $$@
+	@$$(CC) $$(CFLAGS) $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $$(TUI_LIB) \
+	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(CHECK_LIBS) -o $$@
 LAB_GRADE_BINS += $(2)/grade
 endif
 endef
@@ -263,10 +269,10 @@ $(BUILD)/variants/$(1)/bug_$(2)/$(notdir $(firstword $(call sol_srcs,$(1)))): $(
 	@if cmp -s $$< $$@.tmp; then echo "grader/tests/bugs/$(1)/$(2).sed changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
 $(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(wildcard labs/$(1)/*.h)))
-$(BUILD)/variants/$(1)/bug_$(2)/grade: $(call obj,grader/grade.c $(call lab_grader,$(1))) $(LIB) \
+$(BUILD)/variants/$(1)/bug_$(2)/grade: $(call obj,grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB) \
   $(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(filter-out main.c,$(notdir $(call lab_srcs,$(1))))))
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(LIB) $$(LDLIBS) $$(CHECK_LIBS) -o $$@
+	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(CHECK_LIBS) -o $$@
 LAB_GRADE_BINS += $(BUILD)/variants/$(1)/bug_$(2)/grade
 endef
 

@@ -53,6 +53,10 @@ void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s);
  * and for labs printing a chart after a run. Returns 0, or -1 with a message in err. */
 int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out,
                        char *err, int errlen);
+/* Prints the timeline of one training step (events tagged with that step, shifted to start
+ * at 0) as a text chart `width` columns wide: what a lab shows after a non-interactive run.
+ * UTF-8 glyphs when the locale asks for them, ASCII otherwise. Returns 0 or -1. */
+int rl_tui_print_step_chart(const rl_trace *t, int step, int width, FILE *out);
 /* The interactive viewer on a loaded trace (needs a terminal and ncurses); returns the
  * exit status (0 after q). */
 int rl_tui_replay(const rl_trace *t, const char *title);

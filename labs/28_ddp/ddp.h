@@ -136,6 +136,7 @@ typedef struct ddp_run_config {
     float lr;                   /* AdamW learning rate */
     uint64_t data_seed;
     int print_loss;             /* rank 0 prints the loss of every step to stdout */
+    int print_chart;            /* after the run, print the last step's timeline as a text chart */
 } ddp_run_config;
 
 #define DDP_MAX_RANKS 16

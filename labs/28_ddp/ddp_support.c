@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp.h"
+#include "tui.h"
 
 int ddp_plan_alloc(ddp_bucket_plan *plan, int nparams)
 {
@@ -307,7 +308,9 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
     for (int r = 0; r < n; r++)
         sh->logs[r].loss = calloc((size_t)cfg->steps, sizeof(float));
     rl_trace *tr = NULL;
-    int rc = rl_launch(&cfg->opts, run_rank, sh, &tr);
+    /* --tui: the live timeline while the ranks run (it stays open until q) */
+    int rc = cfg->opts.tui ? rl_tui_run_live(&cfg->opts, run_rank, sh, &tr) : rl_launch(&cfg->opts, run_rank, sh, &tr);
+
     if (!rc) {
         int s = cfg->steps - 1;
         const rank_log *l0 = &sh->logs[0];
@@ -370,6 +373,11 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
                     mean += sh->logs[r].loss[k] / n;
                 printf("step %3d  loss %.5f\n", k, mean);
             }
+        if (cfg->print_chart && !cfg->opts.tui) {
+            printf("\nTimeline of step %d (modelled; compute and comm stream of every rank; "
+                   "explore it with --trace FILE, then ringlab view FILE):\n", s);
+            rl_tui_print_step_chart(tr, s, 110, stdout);
+        }
     }
     rl_trace_free(tr);
     for (int r = 0; r < n; r++)

@@ -188,6 +188,7 @@ int main(int argc, char **argv)
            cfg.model.hidden, cfg.opts.ranks, cfg.opts.ranks == 1 ? "" : "s", hw->name, cfg.steps,
            cfg.steps == 1 ? "" : "s");
     cfg.print_loss = 1;
+    cfg.print_chart = 1;
     fflush(stdout);
     ddp_run_stats s;
     int rc = ddp_run(&cfg, &s);
@@ -203,6 +204,8 @@ int main(int argc, char **argv)
         c1.opts.nfaults = 0;
         c1.steps = 2;
         c1.print_loss = 0;
+        c1.print_chart = 0;
+        c1.opts.tui = 0;
         if (!ddp_run(&c1, &one))
             onep = &one;
     }
