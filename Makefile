@@ -195,7 +195,7 @@ test-unit: $(RINGLAB) $(TESTBIN)
 	RINGLAB_BUILD=$(BUILD) $(TESTBIN)
 
 test-asan:
-	$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 CUDA=0 MPI=0 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  build/asan/ringlab build/asan/tests/run_tests
 	@echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
@@ -327,7 +327,11 @@ help:
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"
 	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"
 	@echo "  make clean        remove build/"
-	@echo "Tools (each with --help): build/ringlab bench COLLECTIVE ..."
+	@echo "Tools (each with --help):"
+	@echo "  build/ringlab bench COLLECTIVE|gemm   nccl-tests-style tables (modelled and wall time), GEMM GFLOP/s"
+	@echo "  build/ringlab calc TOPIC              cost calculators (zero, allreduce, tp, activation, bubble, flops, moe, plan)"
+	@echo "  build/ringlab train --model M         one-rank training of mlp, transformer or moe"
+	@echo "  build/ringlab view FILE               the terminal UI on a trace (--render VIEW for text)"
 
 # Replays a trace in the TUI (keys 1-5 views, ? help, q quit).
 view: $(RINGLAB)
