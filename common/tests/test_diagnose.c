@@ -1,0 +1,291 @@
+/* test_diagnose.c — failure analyses (common/diagnose.c): stragglers and hot experts on the
+ * course's data, flight dumps written by real watchdog runs (hang, ungrouped p2p) and a
+ * mismatch dump, spikes and NaNs over per-(step, rank, layer) norms, including a run with
+ * the nan fault. */
+#include <check.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "diagnose.h"
+#include "testutil.h"
+
+START_TEST(test_course_step_times)
+{
+    /* 32 ranks near 2200 ms, rank 17 at 3150 ms */
+    double ms[32];
+    for (int r = 0; r < 32; r++)
+        ms[r] = 2200 + ((r * 37) % 61) - 30;
+    ms[17] = 3150;
+    rl_diag_spread s;
+    char err[256];
+    ck_assert_int_eq(rl_diag_straggler(ms, 32, NULL, &s, err, sizeof err), RL_OK);
+    ck_assert_int_eq(s.culprit, 17);
+    ck_assert_int_eq(s.noutliers, 1);
+    /* the CV / max-min limits alone would not flag it: cv ≈ 0.07, max/min ≈ 1.45 */
+    ck_assert_int_eq(s.imbalanced, 0);
+    ck_assert(s.cv < 0.1 && s.ratio < 1.5);
+    ck_assert_msg(strstr(s.message, "rank 17") && strstr(s.message, "3150"), "%s", s.message);
+    /* balanced ranks: nobody */
+    for (int r = 0; r < 32; r++)
+        ms[r] = 2200;
+    ck_assert_int_eq(rl_diag_straggler(ms, 32, NULL, &s, err, sizeof err), RL_OK);
+    ck_assert_int_eq(s.culprit, -1);
+    ck_assert_ptr_nonnull(strstr(s.message, "no straggler"));
+    /* the course's 1023 ranks at 20 ms and one at 80 ms: flagged by max/min > 3 too */
+    static double big[1024];
+    for (int r = 0; r < 1024; r++)
+        big[r] = 20;
+    big[512] = 80;
+    ck_assert_int_eq(rl_diag_straggler(big, 1024, NULL, &s, err, sizeof err), RL_OK);
+    ck_assert(s.culprit == 512 && s.imbalanced && fabs(s.ratio - 4) < 1e-12);
+    ck_assert_int_eq(rl_diag_straggler(ms, 0, NULL, &s, err, sizeof err), RL_ERR_ARG);
+    ms[3] = NAN;
+    ck_assert_int_eq(rl_diag_straggler(ms, 32, NULL, &s, err, sizeof err), RL_ERR_ARG);
+}
+END_TEST
+
+START_TEST(test_course_expert_hits)
+{
+    double hits[8] = { 950, 1020, 890, 3200, 450, 910, 880, 520 };
+    rl_diag_spread s;
+    ck_assert_int_eq(rl_diag_spread_of(hits, 8, NULL, &s, NULL, 0), RL_OK);
+    double mean = 8820 / 8.0, ss = 0;
+    for (int i = 0; i < 8; i++)
+        ss += (hits[i] - mean) * (hits[i] - mean);
+    ck_assert(fabs(s.mean - 1102.5) < 1e-9);
+    ck_assert(fabs(s.cv - sqrt(ss / 8) / mean) < 1e-12); /* ≈ 0.74 > 0.4 */
+    ck_assert(fabs(s.ratio - 3200.0 / 450) < 1e-12);     /* ≈ 7.1 > 3 */
+    ck_assert_int_eq(s.imbalanced, 1);
+    ck_assert_int_eq(s.culprit, 3);
+    ck_assert_int_eq(s.argmin, 4);
+}
+END_TEST
+
+static int hang_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    rl_tensor *t = rl_tensor_new_1d(ctx, "g", RL_F32, RL_MEM_GRAD, 256);
+    for (int i = 0; i < 6; i++)
+        rl_wait(rl_all_reduce(rl_comm_world(ctx), t, t, RL_SUM, 0));
+    return 0;
+}
+
+static int p2p_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    rl_comm *w = rl_comm_world(ctx);
+    int r = rl_rank(ctx), n = rl_world_size(ctx);
+    rl_tensor *a = rl_tensor_new_1d(ctx, "a", RL_F32, RL_MEM_COMM, 8);
+    rl_wait(rl_all_reduce(w, a, a, RL_SUM, 0));
+    rl_send(w, a, (r + 1) % n, 0);
+    rl_recv(w, a, (r + n - 1) % n, 0);
+    return 0;
+}
+
+/* Runs fn under a fault with a 1 s watchdog and --trace; loads the flight dump. */
+static void dump_of(rl_rank_fn fn, int n, const char *fault, rl_diag_flight *fl)
+{
+    rl_opts o = rl_test_opts(n, NULL);
+    o.timeout_s = 1.0;
+    char err[256], trace[96], flight[128];
+    if (fault) {
+        ck_assert_int_eq(rl_fault_parse(fault, &o.faults[0], err, sizeof err), 0);
+        o.nfaults = 1;
+    }
+    snprintf(trace, sizeof trace, "/tmp/rl_diag_%d_%s.json", (int)getpid(), fault ? "hang" : "p2p");
+    snprintf(flight, sizeof flight, "%s.flight.json", trace);
+    o.trace_path = trace;
+    fflush(stderr);
+    int save = dup(2), devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2); /* the watchdog's report */
+    int rc = rl_launch(&o, fn, NULL, NULL);
+    fflush(stderr);
+    dup2(save, 2);
+    close(save);
+    close(devnull);
+    ck_assert_int_eq(rc, RL_ERR_HANG);
+    memset(fl, 0, sizeof *fl);
+    ck_assert_msg(rl_diag_flight_load(flight, fl, err, sizeof err) == RL_OK, "%s", err);
+    unlink(flight);
+    unlink(trace);
+}
+
+START_TEST(test_real_hang_dump)
+{
+    rl_diag_flight fl;
+    dump_of(hang_rank, 4, "hang:rank=2:seq=3", &fl);
+    ck_assert_int_eq(fl.nranks, 4);
+    ck_assert_ptr_nonnull(strstr(fl.verdict, "never called it"));
+    rl_diag_result r;
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+    ck_assert_int_eq(r.rank, 2);
+    ck_assert_int_eq(r.seq, 3);
+    ck_assert_str_eq(r.comm, "world");
+    ck_assert_str_eq(r.op, "all_reduce");
+    ck_assert_msg(strstr(r.message, "rank 2 never called all_reduce (its last seq there: 2) while 3 ranks wait"), "%s",
+                  r.message);
+    rl_diag_flight_free(&fl);
+}
+END_TEST
+
+START_TEST(test_real_p2p_dump)
+{
+    rl_diag_flight fl;
+    dump_of(p2p_rank, 3, NULL, &fl);
+    rl_diag_result r;
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_P2P);
+    ck_assert_str_eq(r.op, "send");
+    ck_assert_ptr_nonnull(strstr(r.message, "never posted the matching recv"));
+    rl_diag_flight_free(&fl);
+}
+END_TEST
+
+/* A dump in flight.c's format where rank `bad` called another op/count at seq 5. */
+static void write_mismatch_dump(const char *path, int n, int bad)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"ranks\": [");
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s{\"rank\": %d, \"records\": [", r ? "," : "", r);
+        for (int s = 0; s <= 5; s++) {
+            int odd = r == bad && s == 5;
+            fprintf(f, "%s{\"seq\": %d, \"p2p_seq\": -1, \"op\": \"%s\", \"count\": %d, \"dtype\": \"f32\", \"peer\": -1, "
+                       "\"comm\": \"world\", \"state\": \"%s\", \"t_enqueued\": %g, \"t_started\": 0, \"t_completed\": 0}",
+                    s ? "," : "", s, odd ? "all_gather" : "all_reduce", odd ? 2048 : 1024, s < 5 ? "completed" : "started",
+                    0.1 * s + 0.01 * r);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "], \"verdict\": \"synthetic\"}\n");
+    fclose(f);
+}
+
+START_TEST(test_mismatch_dump)
+{
+    char path[96], err[256];
+    snprintf(path, sizeof path, "/tmp/rl_diag_mm_%d.json", (int)getpid());
+    write_mismatch_dump(path, 4, 1);
+    rl_diag_flight fl = { 0 };
+    ck_assert_int_eq(rl_diag_flight_load(path, &fl, err, sizeof err), RL_OK);
+    rl_diag_result r;
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_MISMATCH);
+    ck_assert_int_eq(r.rank, 1);
+    ck_assert_int_eq(r.seq, 5);
+    ck_assert_msg(strstr(r.message, "rank 1 called all_gather(count=2048, f32) but 3 ranks called all_reduce(count=1024"),
+                  "%s", r.message);
+    rl_diag_flight_free(&fl);
+    /* two dumps merge (one per process) */
+    memset(&fl, 0, sizeof fl);
+    ck_assert_int_eq(rl_diag_flight_load(path, &fl, err, sizeof err), RL_OK);
+    write_mismatch_dump(path, 4, 3);
+    ck_assert_int_eq(rl_diag_flight_load(path, &fl, err, sizeof err), RL_OK);
+    ck_assert_int_eq(fl.nrec, 2 * 4 * 6);
+    rl_diag_flight_free(&fl);
+    unlink(path);
+    /* errors */
+    ck_assert_int_eq(rl_diag_flight_load("/nonexistent/x.flight.json", &fl, err, sizeof err), RL_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err, "cannot read the flight dump"));
+    FILE *f = fopen(path, "w");
+    fputs("{\"other\": 1}", f);
+    fclose(f);
+    ck_assert_int_eq(rl_diag_flight_load(path, &fl, err, sizeof err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "not a flight dump"));
+    unlink(path);
+    rl_diag_flight_free(&fl);
+    memset(&fl, 0, sizeof fl);
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_NONE);
+}
+END_TEST
+
+START_TEST(test_spikes)
+{
+    enum { S = 10, R = 4, L = 3 };
+    double n[S * R * L];
+    for (int s = 0; s < S; s++)
+        for (int r = 0; r < R; r++)
+            for (int l = 0; l < L; l++)
+                n[(s * R + r) * L + l] = 1.0 + 0.1 * l + 0.01 * ((s * 7 + r * 3) % 5);
+    rl_diag_spike sp;
+    char err[256];
+    ck_assert_int_eq(rl_diag_spike_find(n, S, R, L, NULL, &sp, err, sizeof err), RL_OK);
+    ck_assert_int_eq(sp.found, 0);
+    /* 4× is inside the range, 8× is a spike */
+    n[(4 * R + 1) * L + 0] = 4.0;
+    ck_assert_int_eq(rl_diag_spike_find(n, S, R, L, NULL, &sp, err, sizeof err), RL_OK);
+    ck_assert_int_eq(sp.found, 0);
+    n[(4 * R + 1) * L + 0] = 8.0;
+    ck_assert_int_eq(rl_diag_spike_find(n, S, R, L, NULL, &sp, err, sizeof err), RL_OK);
+    ck_assert(sp.found && !sp.nonfinite && sp.step == 4 && sp.rank == 1 && sp.layer == 0);
+    n[(4 * R + 1) * L + 0] = 1.0;
+    /* a NaN at (step 6, rank 2, layer 1) spreading to later layers and, from step 7, to everyone */
+    for (int s = 6; s < S; s++)
+        for (int r = 0; r < R; r++)
+            for (int l = 0; l < L; l++)
+                if (s > 6 || (r == 2 && l >= 1))
+                    n[(s * R + r) * L + l] = NAN;
+    ck_assert_int_eq(rl_diag_spike_find(n, S, R, L, NULL, &sp, err, sizeof err), RL_OK);
+    ck_assert(sp.found && sp.nonfinite && sp.step == 6 && sp.rank == 2 && sp.layer == 1);
+    ck_assert_msg(strstr(sp.message, "step 6, rank 2, layer 1"), "%s", sp.message);
+    /* gradient norms: backward meets the last layer first */
+    rl_diag_spike_cfg g = { .reverse_layers = 1 };
+    ck_assert_int_eq(rl_diag_spike_find(n, S, R, L, &g, &sp, err, sizeof err), RL_OK);
+    ck_assert(sp.step == 6 && sp.rank == 2 && sp.layer == 2);
+    ck_assert_int_eq(rl_diag_spike_find(NULL, S, R, L, NULL, &sp, err, sizeof err), RL_ERR_ARG);
+}
+END_TEST
+
+/* The nan fault end to end: each rank runs 3 "layers" for 6 steps, asks the runtime whether
+ * to inject a NaN, propagates it forward, and records its activation norms. */
+enum { NS = 6, NR = 2, NL = 3 };
+static int nan_rank(rl_ctx *ctx, void *arg)
+{
+    double *norms = arg;
+    int r = rl_rank(ctx);
+    for (int s = 0; s < NS; s++) {
+        double x = 1.0 + 0.1 * r;
+        for (int l = 0; l < NL; l++) {
+            if (rl_fault_nan_due(ctx, s, l))
+                x = NAN;
+            x = x * 1.01 + 0.05; /* the layer */
+            norms[(s * NR + r) * NL + l] = fabs(x);
+        }
+    }
+    return 0;
+}
+
+START_TEST(test_nan_fault_run)
+{
+    static double norms[NS * NR * NL];
+    rl_opts o = rl_test_opts(NR, NULL);
+    char err[256];
+    ck_assert_int_eq(rl_fault_parse("nan:rank=1:step=3:layer=1", &o.faults[0], err, sizeof err), 0);
+    o.nfaults = 1;
+    ck_assert_int_eq(rl_launch(&o, nan_rank, norms, NULL), 0);
+    rl_diag_spike sp;
+    ck_assert_int_eq(rl_diag_spike_find(norms, NS, NR, NL, NULL, &sp, err, sizeof err), RL_OK);
+    ck_assert(sp.found && sp.nonfinite && sp.step == 3 && sp.rank == 1 && sp.layer == 1);
+}
+END_TEST
+
+Suite *diagnose_suite(void)
+{
+    Suite *s = suite_create("diagnose");
+    TCase *tc = tcase_create("diagnose");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_course_step_times);
+    tcase_add_test(tc, test_course_expert_hits);
+    tcase_add_test(tc, test_real_hang_dump);
+    tcase_add_test(tc, test_real_p2p_dump);
+    tcase_add_test(tc, test_mismatch_dump);
+    tcase_add_test(tc, test_spikes);
+    tcase_add_test(tc, test_nan_fault_run);
+    suite_add_tcase(s, tc);
+    return s;
+}
