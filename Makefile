@@ -78,7 +78,15 @@ deps:
 	fi
 
 # ---------------------------------------------------------------- compile rules
-$(BUILD)/obj/%.o: %.c
+# Objects are rebuilt when the flags change (CUDA=0, SAN=..., OPT=...), not only the sources.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(CFLAGS) $(SAN)' | cmp -s - $@ 2>/dev/null || echo '$(CC) $(CFLAGS) $(SAN)' > $@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@

@@ -210,7 +210,8 @@ void *rl_comm_worker(void *arg);
 int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d);
 /* Updates a flight record's state (if it is still kept). */
 void rl_flight_set(rl_ctx *ctx, int64_t id, int state);
-/* Prints every rank's flight records and the verdict; writes JSON when path is set. */
+/* Prints every rank's flight records and the verdict; writes JSON when path is set. The
+ * verdict is computed from the records unless vbuf already holds one (e.g. a mismatch). */
 void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *verdict, int vlen);
 /* Appends an event to the rank's trace (thread-safe; fills rank, tags and phase). */
 void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase);

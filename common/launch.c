@@ -329,20 +329,32 @@ static int queues_empty(rl_world *w)
     return 1;
 }
 
+/* The flight-recorder JSON path beside the trace (NULL without --trace). */
+static const char *flight_json_path(rl_world *w, char *buf, size_t size)
+{
+    if (!w->opts.trace_path)
+        return NULL;
+    snprintf(buf, size, "%s.flight.json", w->opts.trace_path);
+    return buf;
+}
+
 static void fire_watchdog(rl_world *w)
 {
-    char verdict[1024], json_path[1024];
-    const char *jp = NULL;
-    if (w->opts.trace_path) {
-        snprintf(json_path, sizeof json_path, "%s.flight.json", w->opts.trace_path);
-        jp = json_path;
-    }
+    char verdict[1024] = "", json_path[1024];
     fprintf(stderr, "\nringlab watchdog: a collective did not complete within %.3g s (--timeout %.3g)\n",
             w->opts.timeout_s, w->opts.timeout_s);
-    rl_flight_report(w, stderr, jp, verdict, sizeof verdict);
+    rl_flight_report(w, stderr, flight_json_path(w, json_path, sizeof json_path), verdict, sizeof verdict);
     char msg[1200];
     snprintf(msg, sizeof msg, "watchdog: %s", verdict);
     rl_world_abort(w, RL_ERR_HANG, msg);
+}
+
+/* After a mismatch: the flight records with the mismatch as the verdict. */
+static void report_mismatch(rl_world *w)
+{
+    char verdict[sizeof w->abort_msg], json_path[1024];
+    snprintf(verdict, sizeof verdict, "%s", w->abort_msg);
+    rl_flight_report(w, stderr, flight_json_path(w, json_path, sizeof json_path), verdict, sizeof verdict);
 }
 
 /* Waits for every rank (and their comm streams) to finish, watching for hangs. */
@@ -513,6 +525,8 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
     int result = 0;
     if (w->aborted) {
         result = w->abort_code;
+        if (result == RL_ERR_MISMATCH)
+            report_mismatch(w);
         fprintf(stderr, "ringlab: %s\n", w->abort_msg);
     } else {
         for (int r = 0; r < w->n && !result; r++)
