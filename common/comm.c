@@ -430,19 +430,24 @@ static int check_pair(rl_comm *comm, const char *call, const rl_tensor *s, const
     return 0;
 }
 
+/* send and recv must hold the same number of elements (all_reduce; root of broadcast, reduce). */
+static int check_same_count(rl_comm *comm, const char *call, const rl_tensor *s, const rl_tensor *r)
+{
+    if (s->numel == r->numel)
+        return 0;
+    rl_error(comm->ctx, RL_ERR_ARG, "%s on %s: send has %lld elements but recv has %lld; they must match", call,
+             comm->g->name, (long long)s->numel, (long long)r->numel);
+    return -1;
+}
+
 #define CHECK_COMM(comm, call) \
     do { if (!(comm)) { rl_error(NULL, RL_ERR_ARG, "%s: communicator is NULL", call); return NULL; } } while (0)
 
 rl_work *rl_all_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_redop op, int flags)
 {
     CHECK_COMM(comm, "all_reduce");
-    if (check_pair(comm, "all_reduce", send, recv))
+    if (check_pair(comm, "all_reduce", send, recv) || check_same_count(comm, "all_reduce", send, recv))
         return NULL;
-    if (send->numel != recv->numel) {
-        rl_error(comm->ctx, RL_ERR_ARG, "all_reduce: send has %lld elements but recv has %lld; they must match",
-                 (long long)send->numel, (long long)recv->numel);
-        return NULL;
-    }
     if (op < RL_SUM || op > RL_MIN)
         return bad_op(comm, "all_reduce", (int)op);
     rl_op_desc d;
@@ -505,13 +510,8 @@ rl_work *rl_broadcast(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, int
     if (check_root(comm, "broadcast", root) || check_tensor(comm, "broadcast", recv, "recv"))
         return NULL;
     if (comm->rank == root) {
-        if (check_pair(comm, "broadcast", send, recv))
+        if (check_pair(comm, "broadcast", send, recv) || check_same_count(comm, "broadcast", send, recv))
             return NULL;
-        if (send->numel != recv->numel) {
-            rl_error(comm->ctx, RL_ERR_ARG, "broadcast: root's send has %lld elements but recv has %lld",
-                     (long long)send->numel, (long long)recv->numel);
-            return NULL;
-        }
     }
     rl_op_desc d;
     base_desc(&d, RL_COLL_BROADCAST, comm->rank == root ? send : NULL, recv);
@@ -525,13 +525,8 @@ rl_work *rl_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_red
     if (check_root(comm, "reduce", root) || check_tensor(comm, "reduce", send, "send"))
         return NULL;
     if (comm->rank == root) {
-        if (check_pair(comm, "reduce", send, recv))
+        if (check_pair(comm, "reduce", send, recv) || check_same_count(comm, "reduce", send, recv))
             return NULL;
-        if (send->numel != recv->numel) {
-            rl_error(comm->ctx, RL_ERR_ARG, "reduce: root's send has %lld elements but recv has %lld",
-                     (long long)send->numel, (long long)recv->numel);
-            return NULL;
-        }
     }
     if (op < RL_SUM || op > RL_MIN)
         return bad_op(comm, "reduce", (int)op);
