@@ -309,7 +309,7 @@ static void check_params(const train_case *c, int group, const char *what)
         held += any;
     }
     if (nbad) {
-        ck_abort_msg("%s: after %d steps %lld parameter value(s) differ from the DDP+AdamW baseline; first: element %lld "
+        ck_abort_msg("%s: after %d steps %lld parameter values (counting every rank's copy) differ from the DDP+AdamW baseline; first: element %lld "
                      "(registration order) on rank %d = %.6g, baseline %.6g (lr %g). Common causes: the gradients "
                      "not averaged (÷ data-parallel size), a skipped all-gather of the updated parameters, a wrong "
                      "piece offset, a stale gathered unit", what, c->steps, (long long)nbad, (long long)k_bad, r_bad,

@@ -61,9 +61,19 @@ static void summary(const zero_run_config *cfg, const zero_run_stats *s, const z
     printf("   (%s)\n", hw->summary);
     printf("Shape   Ψ = %lld parameters (a count, not bytes); bf16 params and grads, fp32 master/m/v (16 bytes per "
            "parameter)\n", (long long)s->params);
-    if (st == ZERO_HSDP)
+    if (st == ZERO_HSDP && n > 0 && R > 0 && W <= ZERO_MAX_RANKS) {
+        int sg[ZERO_MAX_RANKS], rg[ZERO_MAX_RANKS];
+        for (int i = 0; i < n; i++)
+            sg[i] = i;
+        for (int i = 0; i < R; i++)
+            rg[i] = i * n;
+        const rl_link *ls = rl_hw_group_link(hw, sg, n), *lr = rl_hw_group_link(hw, rg, R);
         printf("        2-D mesh: %d replica group%s x %d ranks per shard group (rank w: group w/%d, index w%%%d)\n", R,
                R == 1 ? "" : "s", n, n, n);
+        printf("        rank 0's shard group (ranks 0..%d) talks over %s; its replica group (ranks 0, %d, ...) over "
+               "%s%s\n", n - 1, ls ? ls->name : "?", n, lr ? lr->name : "?",
+               ls == lr ? " (one node: use --hw h100-2node-ib --ranks 16 --group 8 for groups that span nodes)" : "");
+    }
     printf("        %d unit%s (%s); each unit's flat vector padded to a multiple of %d and cut in %d pieces; the "
            "largest unit has %lld elements\n", s->nunits, s->nunits == 1 ? "" : "s",
            cfg->zero.wrap_per_block ? "auto-wrap: one per block + the head" : "no wrap policy: the whole model",
@@ -191,6 +201,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     zero_run_stats s;
     int rc = zero_run(&cfg, &s);
+    if (rc == RL_ERR_UNSUPPORTED && cfg.opts.tui)
+        return RL_EXIT_USAGE; /* no terminal for --tui: the runtime said so */
     if (rc) {
         fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=29\n", rl_status_name(rc));
         return rl_exit_status(rc);
