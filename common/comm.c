@@ -206,23 +206,31 @@ static void enqueue(rl_ctx *ctx, rl_work *w)
 static void wait_until(rl_ctx *ctx, double t, const char *what)
 {
     rl_stream s = ctx->cur;
-    if (s == RL_STREAM_COMM || t <= ctx->clock[s])
+    /* GPU backend hook (issue 6): on the GPU every wait is recorded, with its measured span */
+    int timer = ctx->world->gpu_mode ? rl_backend_op_end(ctx) : -1;
+    if (s == RL_STREAM_COMM || (timer < 0 && t <= ctx->clock[s])) {
+        rl_backend_timer_drop(ctx, timer);
         return;
+    }
     rl_trace_event e;
     rl_trace_event_init(&e);
     snprintf(e.name, sizeof e.name, "wait %s", what);
     e.stream = s;
     e.cat = RL_CAT_IDLE;
     e.vstart = ctx->clock[s];
-    e.vend = t;
+    e.vend = t > ctx->clock[s] ? t : ctx->clock[s];
     e.wstart = e.wend = rl_wall_now(ctx);
-    ctx->clock[s] = t;
-    rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
+    ctx->clock[s] = e.vend;
+    if (timer >= 0)
+        rl_backend_trace_timed(ctx, &e, ctx->tags, ctx->phase, timer);
+    else
+        rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
 }
 
 /* Blocks until w is done; returns its status. Holds no reference. */
 static int wait_done(rl_ctx *ctx, rl_work *w, double *vend, const char **what)
 {
+    rl_backend_op_begin(ctx, "wait"); /* GPU backend hook (issue 6): the wait, measured on the compute stream */
     pthread_mutex_lock(&ctx->qmu);
     while (!w->done) {
         if (world_aborted(ctx)) {
@@ -318,6 +326,7 @@ static rl_work *issue(rl_comm *comm, rl_op_desc *d, int flags)
             }
         }
     }
+    comm->counters.issued[d->kind]++;
     pthread_mutex_lock(&ctx->qmu);
     d->flight = rl_flight_add(ctx, d);
     pthread_mutex_unlock(&ctx->qmu);
@@ -1182,7 +1191,8 @@ static int wait_sent(rl_op_desc *d, double ready, double *vstart, double *vend)
     return 0;
 }
 
-static void trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws)
+static void trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws,
+                     int timer)
 {
     rl_trace_event e;
     rl_trace_event_init(&e);
@@ -1203,14 +1213,14 @@ static void trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double 
         snprintf(shp, sizeof shp, "%s rank %d", d->kind == RL_COLL_SEND ? "to" : "from",
                  d->comm->g->granks[d->root]);
         e.shapes = shp;
-        rl_ctx_trace_event(ctx, &e, w->tags, w->phase);
+        rl_backend_trace_timed(ctx, &e, w->tags, w->phase, timer); /* timer -1 (sim): as rl_ctx_trace_event */
         return;
     }
-    rl_ctx_trace_event(ctx, &e, w->tags, w->phase);
+    rl_backend_trace_timed(ctx, &e, w->tags, w->phase, timer);
 }
 
 /* Executes a work item on the rank's comm stream. */
-static int execute(rl_ctx *ctx, rl_work *w)
+static int execute_work(rl_ctx *ctx, rl_work *w)
 {
     pthread_mutex_lock(&ctx->qmu);
     double ready = w->enq_v > ctx->clock[RL_STREAM_COMM] ? w->enq_v : ctx->clock[RL_STREAM_COMM];
@@ -1223,6 +1233,7 @@ static int execute(rl_ctx *ctx, rl_work *w)
         return rl_backend_nccl_execute(ctx, w);
     if (ctx->world->gpu_mode && rl_backend_comm_ready(ctx))
         return RL_ERR_ABORTED;
+    int wt = rl_backend_timer_start(ctx, RL_STREAM_COMM); /* GPU hook (issue 6): the work's span; -1 on sim */
     for (int i = 0; i < w->nops; i++)
         rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
     for (int i = 0; i < w->nops; i++)
@@ -1233,11 +1244,15 @@ static int execute(rl_ctx *ctx, rl_work *w)
         if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV)
             continue;
         double vs = t, ve = t;
+        int tm = rl_backend_timer_start(ctx, RL_STREAM_COMM); /* GPU hook (issue 6): measured; -1 on sim */
         st = d->comm->g->n == 1 ? run_single(ctx, d) : run_collective(ctx, d, t, &vs, &ve);
         if (!st && d->kind == RL_COLL_SPLIT && ctx->world->gpu_mode == RL_GPU_NCCL) /* GPU hook (issue 6) */
             st = rl_backend_nccl_split(ctx, d);
+        rl_backend_timer_stop(ctx, RL_STREAM_COMM, tm);
+        if (st)
+            rl_backend_timer_drop(ctx, tm);
         if (!st) {
-            trace_op(ctx, w, d, vs, ve, ws);
+            trace_op(ctx, w, d, vs, ve, ws, tm);
             rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
             t = ve;
             end = ve > end ? ve : end;
@@ -1251,7 +1266,7 @@ static int execute(rl_ctx *ctx, rl_work *w)
         else
             continue;
         if (!st) {
-            trace_op(ctx, w, d, vs, ve, ws);
+            trace_op(ctx, w, d, vs, ve, ws, wt);
             rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
             end = ve > end ? ve : end;
         }
@@ -1263,7 +1278,7 @@ static int execute(rl_ctx *ctx, rl_work *w)
             continue;
         st = wait_sent(d, ready, &vs, &ve);
         if (!st) {
-            trace_op(ctx, w, d, vs, ve, ws);
+            trace_op(ctx, w, d, vs, ve, ws, wt);
             rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
             end = ve > end ? ve : end;
         }
@@ -1271,8 +1286,21 @@ static int execute(rl_ctx *ctx, rl_work *w)
     if (st)
         for (int i = 0; i < w->nops; i++)
             rl_flight_set(ctx, w->ops[i].flight, RL_FR_FAILED);
+    rl_backend_timer_stop(ctx, RL_STREAM_COMM, wt); /* GPU hook (issue 6) */
+    rl_backend_timer_drop(ctx, wt);                  /* (only if no event was attached) */
     w->vstart = ready;
     w->vend = end;
+    return st;
+}
+
+/* Executes a work item; on the GPU inside an NVTX range named as the trace names it. */
+static int execute(rl_ctx *ctx, rl_work *w)
+{
+    if (!ctx->world->gpu_mode)
+        return execute_work(ctx, w);
+    rl_backend_nvtx_push(ctx, w->nops == 1 ? rl_coll_name(w->ops[0].kind) : "group"); /* GPU hook (issue 6) */
+    int st = execute_work(ctx, w);
+    rl_backend_nvtx_pop(ctx);
     return st;
 }
 
@@ -1325,7 +1353,8 @@ void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d)
     count_coll(comm, d, d->kind == RL_COLL_ALL_TO_ALLV ? 0 : coll_bytes(NULL, comm->g->n, d), comm->g->n);
 }
 
-void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws)
+void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws,
+                      int timer)
 {
-    trace_op(ctx, w, d, vs, ve, ws);
+    trace_op(ctx, w, d, vs, ve, ws, timer);
 }

@@ -19,7 +19,8 @@ enum { RL_ASYNC = 1 };          /* flag: return at once with a work handle */
 
 /* Per-rank counters of one communicator. */
 typedef struct rl_comm_counters {
-    int64_t calls[RL_COLL_NKINDS];
+    int64_t issued[RL_COLL_NKINDS]; /* calls made by this rank (counted when called, even RL_ASYNC) */
+    int64_t calls[RL_COLL_NKINDS];  /* calls completed on the comm stream */
     int64_t bytes_sent;
     int64_t bytes_recv;
 } rl_comm_counters;

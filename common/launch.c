@@ -33,7 +33,8 @@ void rl_opts_usage(FILE *f)
     fprintf(f,
             "  --trace FILE       write a Chrome trace (open in Perfetto or `ringlab view FILE`)\n"
             "  --trace-wall       also write wall-clock times into the trace (then it differs run to run)\n"
-            "  --tui              show the run live in the terminal UI\n"
+            "  --tui[=VIEW]       show the run live in the terminal UI, opening on VIEW (timeline,\n"
+            "                     pipeline, shapes, memory or mesh)\n"
             "  --seed N           random seed (default 1)\n"
             "  --timeout S        watchdog: a collective not done after S seconds ends the run (default 30)\n"
             "  --fault SPEC       inject a fault (repeatable):\n%s"
@@ -112,8 +113,19 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
             o->trace_path = v;
         } else if (strcmp(a, "--trace-wall") == 0) {
             o->trace_wall = 1;
-        } else if (strcmp(a, "--tui") == 0) {
+        } else if (is_opt(a, "--tui")) {
             o->tui = 1;
+            if (a[5] == '=') {
+                static const char *const views[] = { "timeline", "pipeline", "shapes", "memory", "mesh" };
+                int ok = 0;
+                for (int k = 0; k < 5; k++)
+                    ok |= strcmp(a + 6, views[k]) == 0;
+                if (!ok) {
+                    snprintf(err, (size_t)errlen, "--tui=%s: use timeline, pipeline, shapes, memory or mesh", a + 6);
+                    return -1;
+                }
+                snprintf(o->tui_view, sizeof o->tui_view, "%s", a + 6);
+            }
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
         } else if (is_opt(a, "--seed")) {
@@ -292,6 +304,7 @@ static void *rank_main(void *arg)
 {
     rl_ctx *ctx = arg;
     ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
+    rl_backend_timeline_resolve(ctx); /* GPU backend hook (issue 6): measured times into the trace */
     rank_finished(ctx);
     return NULL;
 }

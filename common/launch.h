@@ -21,7 +21,8 @@ typedef struct rl_opts {
     const rl_hw *hw;         /* --hw PROFILE (default h100-nvlink) */
     const char *trace_path;  /* --trace FILE (NULL: no trace file) */
     int trace_wall;          /* --trace-wall: also write wall-clock times into the trace */
-    int tui;                 /* --tui */
+    int tui;                 /* --tui or --tui=VIEW */
+    char tui_view[16];       /* the view the live TUI opens on ("" = timeline) */
     uint64_t seed;           /* --seed N (default 1) */
     double timeout_s;        /* --timeout S: watchdog limit for one collective (default 30) */
     int nfaults;

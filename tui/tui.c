@@ -348,6 +348,8 @@ int rl_tui_run_live(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **ou
     rl_tui_state s;
     rl_tui_state_init(&s);
     s.live = "running";
+    if (opts->tui_view[0] && rl_tui_view_parse(opts->tui_view) >= 0)
+        s.view = (rl_tui_view)rl_tui_view_parse(opts->tui_view);
     rl_trace *snap = NULL;
     rl_tui_model *m = NULL;
     double last = -1;

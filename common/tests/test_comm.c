@@ -212,6 +212,8 @@ static int async_rank(rl_ctx *ctx, void *arg)
         EXPECT(h[k] != NULL);
     }
     rl_set_tag(ctx, RL_TAG_BUCKET, -1);
+    /* issued counts the calls at once, even while they are in flight */
+    EXPECT(rl_comm_get_counters(w)->issued[RL_COLL_ALL_REDUCE] == K);
     double before = rl_stream_time(ctx, RL_STREAM_COMPUTE);
     for (int k = K - 1; k >= 0; k--) { /* waited in reverse order */
         EXPECT(rl_wait(h[k]) == 0);

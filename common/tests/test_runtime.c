@@ -80,10 +80,15 @@ START_TEST(test_options)
     ck_assert(o.timeout_s == 2.5);
     ck_assert_int_eq(argc, 2);
     ck_assert_str_eq(ok[1], "extra");
+    char *tui[] = { "prog", "--tui=memory", NULL };
+    int tc = 2;
+    rl_opts_init(&o);
+    ck_assert_int_eq(rl_opts_parse(&o, &tc, tui, err, sizeof err), 0);
+    ck_assert(o.tui == 1 && strcmp(o.tui_view, "memory") == 0);
     const char *bad[][3] = { { "--ranks", "0", "1 to 1024" }, { "--ranks", "x", "whole number" },
                              { "--hw", "tpu", "unknown profile" }, { "--backend", "gpu", "sim, cuda or auto" },
                              { "--fault", "hang:rank=1", "seq=S" }, { "--fault", "boom", "unknown kind" },
-                             { "--timeout", "-1", "seconds" } };
+                             { "--timeout", "-1", "seconds" }, { "--tui=graph", "x", "memory or mesh" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *argv[] = { "prog", (char *)bad[i][0], (char *)bad[i][1], NULL };
         int c = 3;

@@ -4,7 +4,7 @@
  * answering the three questions for the run — Shape (units, shards, mesh), Cost (memory
  * per rank by category beside your 29.1 formula, bytes on the wire per step beside the
  * cost model) and Machine (step time, exposed comm with and without prefetch, peak memory).
- * --tui shows the run live (press 4 for the memory view); otherwise the memory view is
+ * --tui shows the run live on the memory view; otherwise the memory view is
  * printed as a text chart after the loss. */
 #include <math.h>
 #include <stdio.h>
@@ -196,8 +196,8 @@ int main(int argc, char **argv)
            cfg.opts.ranks == 1 ? "" : "s", hw->name, cfg.steps, cfg.steps == 1 ? "" : "s");
     cfg.print_loss = 1;
     cfg.print_chart = 1;
-    if (cfg.opts.tui)
-        printf("--tui: the live view opens on the timeline; press 4 for the memory view, q to quit\n");
+    if (cfg.opts.tui && !cfg.opts.tui_view[0])
+        snprintf(cfg.opts.tui_view, sizeof cfg.opts.tui_view, "memory"); /* this lab is about memory */
     fflush(stdout);
     zero_run_stats s;
     int rc = zero_run(&cfg, &s);

@@ -231,7 +231,7 @@ typedef struct zero_run_stats {
 /* The lab's defaults (see the README). */
 zero_run_config zero_run_config_default(void);
 /* Trains with your engine and measures the last step; with opts.tui the run is shown live
- * (rl_tui_run_live; press 4 for the memory view). Returns 0 or the run's error. */
+ * (rl_tui_run_live, opening on the memory view). Returns 0 or the run's error. */
 int zero_run(const zero_run_config *cfg, zero_run_stats *out);
 
 #endif

@@ -455,7 +455,7 @@ int zero_run(const zero_run_config *cfg, zero_run_stats *out)
     for (int r = 0; r < n; r++)
         sh->logs[r].loss = calloc((size_t)cfg->steps, sizeof(float));
     rl_trace *tr = NULL;
-    /* --tui: the live view while the ranks run (it stays open until q; key 4: memory) */
+    /* --tui: the live view while the ranks run (it stays open until q) */
     int rc = cfg->opts.tui ? rl_tui_run_live(&cfg->opts, run_rank, sh, &tr) : rl_launch(&cfg->opts, run_rank, sh, &tr);
     if (!rc && tr) {
         int s = cfg->steps - 1;
