@@ -100,6 +100,11 @@ int rl_backend_world_init(rl_world *w, int ngpus)
             fprintf(stderr, "ringlab: --backend cuda: rank %d: %s\n", r, err);
             return RL_ERR_UNSUPPORTED;
         }
+        /* the measured timeline's time 0 (issue 6): trace times from CUDA events are on the run's clock */
+        if (rl_cuda_timer_base(w->ctxs[r]->gpu, rl_wall_now(w->ctxs[r]), err, sizeof err)) {
+            fprintf(stderr, "ringlab: --backend cuda: rank %d: timing events: %s\n", r, err);
+            return RL_ERR_UNSUPPORTED;
+        }
     }
     char name[160];
     rl_cuda_device_name(0, name, sizeof name);
@@ -261,6 +266,7 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
         rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
     rl_cuda_rank_device(g);
     rl_cuda_comm_mark(g, 0);
+    int timer = rl_cuda_timer_start(g, 1); /* the measured span of the work item (trace times) */
     int grouped = w->nops > 1;
     if (grouped && rl_nccl_group_start(err, sizeof err))
         return nccl_fail(ctx, w, "ncclGroupStart", err);
@@ -282,6 +288,7 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     if (grouped && rl_nccl_group_end(err, sizeof err))
         return nccl_fail(ctx, w, "ncclGroupEnd", err);
     rl_cuda_comm_mark(g, 1);
+    rl_cuda_timer_stop(g, 1, timer);
     /* wait for the comm stream, noticing an abort (the watchdog) instead of hanging */
     for (;;) {
         int q = rl_cuda_stream_query(g, 1, err, sizeof err);
@@ -304,10 +311,11 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
         /* virtual time stays the cost model's (so traces compare with sim); wall time is real */
         double ve = ready + rl_ab_time(d->kind, d->comm->g->algo, n, S, d->comm->g->link);
         rl_comm_count_op(d->comm, d);
-        rl_comm_trace_op(ctx, w, d, ready, ve, ws);
+        rl_comm_trace_op(ctx, w, d, ready, ve, ws, timer);
         rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
         end = ve > end ? ve : end;
     }
+    rl_cuda_timer_drop(g, timer); /* (only if nothing was attached) */
     w->vstart = ready;
     w->vend = end;
     return 0;
@@ -419,6 +427,325 @@ int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float
                                  rl_tensor_data(m), rl_tensor_data(v), param->numel, err, sizeof err), err);
 }
 
+/* ------------------------------------------------------------------ the rest of the ops (issue 6) */
+
+#define DP(t) rl_tensor_data(t)
+#define DT(t) ((int)(t)->dtype)
+/* Runs a GPU op's call (rc from an rl_cuda_* function) and turns a failure into an error. */
+#define GPU_OP(name, t, call)                                                                  \
+    do {                                                                                       \
+        char err[300];                                                                         \
+        rl_cuda_rank *g = op_gpu(&ctx, t, name);                                               \
+        if (!g)                                                                                \
+            return RL_ERR_UNSUPPORTED;                                                         \
+        return op_done(ctx, name, call, err);                                                  \
+    } while (0)
+
+/* As GPU_OP, but stores the result in rc (for callers that free something after). */
+#define GPU_OP_RC(rc, name, t, call)                                                           \
+    do {                                                                                       \
+        char err[300];                                                                         \
+        rl_cuda_rank *g = op_gpu(&ctx, t, name);                                               \
+        rc = !g ? RL_ERR_UNSUPPORTED : op_done(ctx, name, call, err);                          \
+    } while (0)
+
+/* The ctx errors are reported on. */
+static rl_ctx *ops_owner(rl_ctx *ctx, const rl_tensor *t) { return ctx ? ctx : (t ? t->ctx : NULL); }
+
+int rl_backend_lincomb(rl_ctx *ctx, float constant, float ca, const rl_tensor *a, float cb, const rl_tensor *b,
+                       rl_tensor *out)
+{
+    GPU_OP("lincomb", out,
+           rl_cuda_lincomb(g, DP(out), DT(out), out->numel, constant, ca, a ? DP(a) : NULL, a ? DT(a) : 0, cb,
+                           b ? DP(b) : NULL, b ? DT(b) : 0, err, sizeof err));
+}
+
+int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
+{
+    int64_t rows, n;
+    mat_dims(y, &rows, &n);
+    GPU_OP("bias_add", y, rl_cuda_bias_add(g, DP(y), DT(y), DP(bias), DT(bias), rows, n, err, sizeof err));
+}
+
+int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
+{
+    int64_t rows, n;
+    mat_dims(dy, &rows, &n);
+    GPU_OP("bias_bwd", dbias,
+           rl_cuda_bias_backward(g, DP(dy), DT(dy), DP(dbias), DT(dbias), rows, n, err, sizeof err));
+}
+
+int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *beta,
+                                 float eps, rl_tensor *y, rl_tensor *mean, rl_tensor *rstd)
+{
+    int64_t rows, n;
+    mat_dims(x, &rows, &n);
+    GPU_OP("layernorm", y,
+           rl_cuda_layernorm_forward(g, DP(x), DT(x), DP(gamma), DT(gamma), beta ? DP(beta) : NULL,
+                                     beta ? DT(beta) : 0, eps, DP(y), DT(y), DP(mean), DP(rstd), rows, n, err,
+                                     sizeof err));
+}
+
+int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *mean,
+                                  const rl_tensor *rstd, const rl_tensor *dy, rl_tensor *dx, rl_tensor *dgamma,
+                                  rl_tensor *dbeta)
+{
+    int64_t rows, n;
+    mat_dims(x, &rows, &n);
+    GPU_OP("layernorm_bwd", dx,
+           rl_cuda_layernorm_backward(g, DP(x), DT(x), DP(gamma), DT(gamma), DP(mean), DP(rstd), DP(dy), DT(dy),
+                                      DP(dx), DT(dx), dgamma ? DP(dgamma) : NULL, dgamma ? DT(dgamma) : 0,
+                                      dbeta ? DP(dbeta) : NULL, dbeta ? DT(dbeta) : 0, rows, n, err, sizeof err));
+}
+
+int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
+{
+    int64_t rows, n;
+    mat_dims(x, &rows, &n);
+    GPU_OP("softmax", y, rl_cuda_softmax_forward(g, DP(x), DT(x), DP(y), DT(y), rows, n, err, sizeof err));
+}
+
+int rl_backend_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl_tensor *dx)
+{
+    int64_t rows, n;
+    mat_dims(y, &rows, &n);
+    GPU_OP("softmax_bwd", dx,
+           rl_cuda_softmax_backward(g, DP(y), DT(y), DP(dy), DT(dy), DP(dx), DT(dx), rows, n, err, sizeof err));
+}
+
+int rl_backend_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                 int n_heads, rl_tensor *probs, rl_tensor *out)
+{
+    GPU_OP("attention", out,
+           rl_cuda_attention_forward(g, DP(q), DT(q), DP(k), DT(k), DP(v), DT(v), DP(probs), DP(out), DT(out),
+                                     q->shape[0], q->shape[1], q->shape[2], n_heads, err, sizeof err));
+}
+
+int rl_backend_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                  const rl_tensor *probs, const rl_tensor *dout, int n_heads, rl_tensor *dq,
+                                  rl_tensor *dk, rl_tensor *dv)
+{
+    GPU_OP("attention_bwd", dq,
+           rl_cuda_attention_backward(g, DP(q), DT(q), DP(k), DT(k), DP(v), DT(v), DP(probs), DP(dout), DT(dout),
+                                      DP(dq), DT(dq), DP(dk), DT(dk), DP(dv), DT(dv), q->shape[0], q->shape[1],
+                                      q->shape[2], n_heads, err, sizeof err));
+}
+
+/* ids (int) widened to row indices (int64) for the row kernels; NULL when out of memory. */
+static int64_t *ids_to_rows(const int *ids, int64_t n)
+{
+    int64_t *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
+    for (int64_t i = 0; rows && i < n; i++)
+        rows[i] = ids[i];
+    return rows;
+}
+
+int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, int accumulate,
+                                 rl_tensor *out)
+{
+    int64_t n, h;
+    mat_dims(out, &n, &h);
+    int64_t *rows = ids_to_rows(ids, n);
+    if (!rows)
+        return rl_error(ops_owner(ctx, out), RL_ERR_NOMEM, "embedding on the GPU: out of host memory");
+    int rc;
+    {
+        GPU_OP_RC(rc, "embedding", out,
+                  rl_cuda_gather_rows(g, DP(table), DT(table), rows, NULL, accumulate, DP(out), DT(out), n, h, err,
+                                      sizeof err));
+    }
+    free(rows);
+    return rc;
+}
+
+int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable)
+{
+    int64_t n, h;
+    mat_dims(dout, &n, &h);
+    int64_t *rows = ids_to_rows(ids, n);
+    if (!rows)
+        return rl_error(ops_owner(ctx, dtable), RL_ERR_NOMEM, "embedding_bwd on the GPU: out of host memory");
+    int rc;
+    {
+        GPU_OP_RC(rc, "embedding_bwd", dtable,
+                  rl_cuda_scatter_add_rows(g, DP(dout), DT(dout), rows, NULL, DP(dtable), DT(dtable), dtable->numel,
+                                           n, h, err, sizeof err));
+    }
+    free(rows);
+    return rc;
+}
+
+int rl_backend_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                           rl_tensor *dst)
+{
+    int64_t n, h;
+    mat_dims(dst, &n, &h);
+    GPU_OP("gather_rows", dst,
+           rl_cuda_gather_rows(g, DP(src), DT(src), rows, scale, 0, DP(dst), DT(dst), n, h, err, sizeof err));
+}
+
+int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                                rl_tensor *dst)
+{
+    int64_t n, h;
+    mat_dims(src, &n, &h);
+    GPU_OP("scatter_add_rows", dst,
+           rl_cuda_scatter_add_rows(g, DP(src), DT(src), rows, scale, DP(dst), DT(dst), dst->numel, n, h, err,
+                                    sizeof err));
+}
+
+int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, float grad_scale,
+                             rl_tensor *dlogits, double *total)
+{
+    int64_t rows, V;
+    mat_dims(logits, &rows, &V);
+    float gs = rows ? grad_scale / (float)rows : 0.0f;
+    GPU_OP("cross_entropy", logits,
+           rl_cuda_cross_entropy(g, DP(logits), DT(logits), targets, gs, dlogits ? DP(dlogits) : NULL,
+                                 dlogits ? DT(dlogits) : 0, rows, V, total, err, sizeof err));
+}
+
+int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, float grad_scale,
+                        rl_tensor *dpred, double *total)
+{
+    int64_t n = pred->numel;
+    float gs = n ? 2.0f * grad_scale / (float)n : 0.0f;
+    GPU_OP("mse_loss", pred,
+           rl_cuda_mse(g, DP(pred), DT(pred), DP(target), DT(target), gs, dpred ? DP(dpred) : NULL,
+                       dpred ? DT(dpred) : 0, n, total, err, sizeof err));
+}
+
+int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out)
+{
+    GPU_OP(squares ? "sum_squares" : "sum", x, rl_cuda_sum(g, DP(x), DT(x), x->numel, squares, out, err, sizeof err));
+}
+
+int rl_backend_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
+{
+    GPU_OP("sgd", param,
+           rl_cuda_sgd(g, lr, DP(param), DT(param), DP(grad), DT(grad), master ? DP(master) : NULL, param->numel, err,
+                       sizeof err));
+}
+
+int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src)
+{
+    rl_ctx *ctx = dst->device == RL_CUDA ? dst->ctx : src->ctx;
+    if (dst->device != src->device) { /* host ↔ device: one copy when the dtypes agree */
+        char err[300];
+        if (dst->dtype != src->dtype)
+            return RL_ERR_UNSUPPORTED; /* the caller goes through host f32 */
+        return rl_backend_copy(ctx, DP(dst), DP(src), rl_tensor_bytes(src), err, sizeof err)
+                   ? rl_error(ctx, RL_ERR_UNSUPPORTED, "copy '%s' -> '%s': %s", src->name, dst->name, err)
+                   : 0;
+    }
+    GPU_OP("copy", dst,
+           rl_cuda_lincomb(g, DP(dst), DT(dst), dst->numel, 0.0f, 1.0f, DP(src), DT(src), 0.0f, NULL, 0, err,
+                           sizeof err));
+}
+
+int rl_backend_tensor_fill(rl_tensor *t, float v)
+{
+    rl_ctx *ctx = t->ctx;
+    GPU_OP("fill", t, rl_cuda_lincomb(g, DP(t), DT(t), t->numel, v, 0.0f, NULL, 0, 0.0f, NULL, 0, err, sizeof err));
+}
+
+/* ------------------------------------------------------------------ measured timeline (issue 6) */
+
+int rl_backend_has_gpu(const rl_ctx *ctx) { return ctx && ctx->gpu; }
+
+void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len)
+{
+    snprintf(msg, (size_t)len, "%s",
+             !ctx ? "the op has no rank context (pass the ctx of a --backend cuda run)"
+                  : "this rank runs on the sim backend (no GPU state); device tensors need --backend cuda");
+}
+
+void rl_backend_op_begin(rl_ctx *ctx, const char *name)
+{
+    if (ctx && ctx->gpu)
+        rl_cuda_op_begin(ctx->gpu, name);
+}
+
+int rl_backend_op_end(rl_ctx *ctx) { return ctx && ctx->gpu ? rl_cuda_op_end(ctx->gpu) : -1; }
+
+int rl_backend_timer_start(rl_ctx *ctx, int s) { return ctx && ctx->gpu ? rl_cuda_timer_start(ctx->gpu, s) : -1; }
+
+void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer)
+{
+    if (ctx && ctx->gpu && timer >= 0)
+        rl_cuda_timer_stop(ctx->gpu, s, timer);
+}
+
+void rl_backend_timer_drop(rl_ctx *ctx, int timer)
+{
+    if (ctx && ctx->gpu && timer >= 0)
+        rl_cuda_timer_drop(ctx->gpu, timer);
+}
+
+void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase, int timer)
+{
+    if (!ctx)
+        return;
+    if (timer < 0 || !ctx->gpu) {
+        rl_ctx_trace_event(ctx, e, tags, phase);
+        return;
+    }
+    e->rank = ctx->rank;
+    memcpy(e->tags, tags, sizeof e->tags);
+    e->phase = phase;
+    pthread_mutex_lock(&ctx->trace_mu);
+    int ok = rl_trace_add(ctx->trace, e) == 0;
+    int64_t index = (int64_t)ctx->trace->n - 1;
+    pthread_mutex_unlock(&ctx->trace_mu);
+    if (!ok || rl_cuda_timer_attach(ctx->gpu, timer, index))
+        rl_cuda_timer_drop(ctx->gpu, timer);
+}
+
+/* Writes one measured span into the rank's trace (called by the resolver). */
+static void put_span(void *arg, int64_t index, double start, double end)
+{
+    rl_ctx *ctx = arg;
+    pthread_mutex_lock(&ctx->trace_mu);
+    if (index >= 0 && (size_t)index < ctx->trace->n) {
+        ctx->trace->ev[index].vstart = start;
+        ctx->trace->ev[index].vend = end;
+    }
+    pthread_mutex_unlock(&ctx->trace_mu);
+}
+
+void rl_backend_timeline_resolve(rl_ctx *ctx)
+{
+    if (ctx && ctx->gpu)
+        rl_cuda_timeline_resolve(ctx->gpu, put_span, ctx);
+}
+
+double rl_backend_stream_now(rl_ctx *ctx, int s) { return ctx && ctx->gpu ? rl_cuda_stream_now(ctx->gpu, s) : -1; }
+
+void rl_backend_nvtx_push(rl_ctx *ctx, const char *name)
+{
+    if (ctx && ctx->gpu)
+        rl_cuda_nvtx_push(name);
+}
+
+void rl_backend_nvtx_pop(rl_ctx *ctx)
+{
+    if (ctx && ctx->gpu)
+        rl_cuda_nvtx_pop();
+}
+
+int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds)
+{
+    if (!ctx || !ctx->gpu)
+        return -1;
+    rl_cuda_nvtx_push(name);
+    int timer = rl_cuda_timer_start(ctx->gpu, 0);
+    struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+    nanosleep(&ts, NULL);
+    rl_cuda_timer_stop(ctx->gpu, 0, timer);
+    rl_cuda_nvtx_pop();
+    return timer;
+}
+
 #else /* no CUDA in this build: never reached (rl_backend_resolve never picks cuda) */
 
 int rl_backend_world_init(rl_world *w, int ngpus)
@@ -528,4 +855,94 @@ int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float
     (void)param, (void)grad, (void)master, (void)m, (void)v;
     return no_gpu_op(ctx, "adamw_step");
 }
+/* Stubs of the GPU ops (never reached: no tensor is on a GPU in this build). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+int rl_backend_lincomb(rl_ctx *ctx, float constant, float ca, const rl_tensor *a, float cb, const rl_tensor *b,
+                       rl_tensor *out) { return no_gpu_op(ctx, "lincomb"); }
+int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias) { return no_gpu_op(ctx, "bias_add"); }
+int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias) { return no_gpu_op(ctx, "bias_bwd"); }
+int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *beta,
+                                 float eps, rl_tensor *y, rl_tensor *mean, rl_tensor *rstd)
+{
+    return no_gpu_op(ctx, "layernorm");
+}
+int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *mean,
+                                  const rl_tensor *rstd, const rl_tensor *dy, rl_tensor *dx, rl_tensor *dgamma,
+                                  rl_tensor *dbeta)
+{
+    return no_gpu_op(ctx, "layernorm_bwd");
+}
+int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y) { return no_gpu_op(ctx, "softmax"); }
+int rl_backend_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl_tensor *dx)
+{
+    return no_gpu_op(ctx, "softmax_bwd");
+}
+int rl_backend_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                 int n_heads, rl_tensor *probs, rl_tensor *out)
+{
+    return no_gpu_op(ctx, "attention");
+}
+int rl_backend_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                  const rl_tensor *probs, const rl_tensor *dout, int n_heads, rl_tensor *dq,
+                                  rl_tensor *dk, rl_tensor *dv)
+{
+    return no_gpu_op(ctx, "attention_bwd");
+}
+int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, int accumulate,
+                                 rl_tensor *out)
+{
+    return no_gpu_op(ctx, "embedding");
+}
+int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable)
+{
+    return no_gpu_op(ctx, "embedding_bwd");
+}
+int rl_backend_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                           rl_tensor *dst)
+{
+    return no_gpu_op(ctx, "gather_rows");
+}
+int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                                rl_tensor *dst)
+{
+    return no_gpu_op(ctx, "scatter_add_rows");
+}
+int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, float grad_scale,
+                             rl_tensor *dlogits, double *total)
+{
+    return no_gpu_op(ctx, "cross_entropy");
+}
+int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, float grad_scale,
+                        rl_tensor *dpred, double *total)
+{
+    return no_gpu_op(ctx, "mse_loss");
+}
+int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out) { return no_gpu_op(ctx, "sum"); }
+int rl_backend_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
+{
+    return no_gpu_op(ctx, "sgd");
+}
+int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src) { return no_gpu_op(dst->ctx, "copy"); }
+int rl_backend_tensor_fill(rl_tensor *t, float v) { return no_gpu_op(t->ctx, "fill"); }
+int rl_backend_has_gpu(const rl_ctx *ctx) { return 0; }
+void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len)
+{
+    snprintf(msg, (size_t)len, "this build has no CUDA backend (built without nvcc, or with CUDA=0)");
+}
+void rl_backend_op_begin(rl_ctx *ctx, const char *name) {}
+int rl_backend_op_end(rl_ctx *ctx) { return -1; }
+int rl_backend_timer_start(rl_ctx *ctx, int s) { return -1; }
+void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer) {}
+void rl_backend_timer_drop(rl_ctx *ctx, int timer) {}
+void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase, int timer)
+{
+    rl_ctx_trace_event(ctx, e, tags, phase);
+}
+void rl_backend_timeline_resolve(rl_ctx *ctx) {}
+double rl_backend_stream_now(rl_ctx *ctx, int s) { return -1; }
+void rl_backend_nvtx_push(rl_ctx *ctx, const char *name) {}
+void rl_backend_nvtx_pop(rl_ctx *ctx) {}
+int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds) { return -1; }
+#pragma GCC diagnostic pop
 #endif

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "launch.h"
 #include "tensor.h"
+#include "trace.h"
 
 typedef struct rl_world rl_world;
 typedef struct rl_work rl_work;
@@ -83,5 +84,71 @@ int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *d
 int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
                           rl_tensor *v);
+
+/* The rest of the ops on device tensors (issue 6): ops.c has checked the arguments as for
+ * the CPU; out = constant + ca·a + cb·b (a, b may be NULL) serves add, residual_add, axpy,
+ * scale, copy, fill and zero. Losses and sums return their double total to the host. */
+int rl_backend_lincomb(rl_ctx *ctx, float constant, float ca, const rl_tensor *a, float cb, const rl_tensor *b,
+                       rl_tensor *out);
+int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias);
+int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias);
+int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *beta,
+                                 float eps, rl_tensor *y, rl_tensor *mean, rl_tensor *rstd);
+int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *mean,
+                                  const rl_tensor *rstd, const rl_tensor *dy, rl_tensor *dx, rl_tensor *dgamma,
+                                  rl_tensor *dbeta);
+int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y);
+int rl_backend_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl_tensor *dx);
+int rl_backend_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                 int n_heads, rl_tensor *probs, rl_tensor *out);
+int rl_backend_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
+                                  const rl_tensor *probs, const rl_tensor *dout, int n_heads, rl_tensor *dq,
+                                  rl_tensor *dk, rl_tensor *dv);
+int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, int accumulate,
+                                 rl_tensor *out);
+int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable);
+int rl_backend_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                           rl_tensor *dst);
+int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
+                                rl_tensor *dst);
+int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, float grad_scale,
+                             rl_tensor *dlogits, double *total);
+int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, float grad_scale,
+                        rl_tensor *dpred, double *total);
+int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out);
+int rl_backend_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master);
+/* Device-side rl_tensor_copy (converting dtype) and rl_tensor_fill; 0 or an error code. */
+int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src);
+int rl_backend_tensor_fill(rl_tensor *t, float v);
+
+/* 1 if ctx runs on a GPU (--backend cuda); 0 on sim, for NULL, and in a build without CUDA. */
+int rl_backend_has_gpu(const rl_ctx *ctx);
+/* Why a tensor on the GPU cannot be used by an op on ctx, into msg (for ops_check). */
+void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len);
+
+/* The measured timeline on the GPU (issue 6). All are no-ops (or -1) on sim. */
+/* Opens an op on the rank thread: an NVTX range named name and a timer on the compute stream. */
+void rl_backend_op_begin(rl_ctx *ctx, const char *name);
+/* Closes the open op: its timer id, or -1 when none is open. */
+int rl_backend_op_end(rl_ctx *ctx);
+/* A timer on stream s (0 compute, 1 comm): start returns its id or -1; stop records its end;
+ * drop frees one that no trace event was attached to. */
+int rl_backend_timer_start(rl_ctx *ctx, int s);
+void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer);
+void rl_backend_timer_drop(rl_ctx *ctx, int timer);
+/* Adds e to the rank's trace like rl_ctx_trace_event, its vstart/vend to be replaced by the
+ * timer's measured times when the timeline is resolved (timer -1: added as it is). */
+void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase, int timer);
+/* Waits for the rank's timers and writes their measured times into its trace events. */
+void rl_backend_timeline_resolve(rl_ctx *ctx);
+/* The measured time (run's wall clock) at which stream s finishes its queued work (waits);
+ * -1 on sim. */
+double rl_backend_stream_now(rl_ctx *ctx, int s);
+/* NVTX ranges on the calling thread (collectives on the comm worker). */
+void rl_backend_nvtx_push(rl_ctx *ctx, const char *name);
+void rl_backend_nvtx_pop(rl_ctx *ctx);
+/* Host sleep of seconds bracketed by a timer on the compute stream (a straggler on the GPU):
+ * returns the timer, or -1. */
+int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds);
 
 #endif

@@ -3,10 +3,25 @@
  * cuda_backend.h. Has not run on a GPU yet: see docs/gpu-runs.md. */
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cuda_backend.h"
 #include "cuda_common.cuh"
+
+/* A pair of timing events: where a span starts and stops on a stream. */
+typedef struct rl_timer {
+    cudaEvent_t ev[2];
+    int used, stopped, refs;     /* refs: trace events attached */
+} rl_timer;
+
+/* A trace event (index in the rank's trace) waiting for its timer. */
+typedef struct rl_attach {
+    int64_t index;
+    int timer;
+} rl_attach;
 
 struct rl_cuda_rank {
     int dev;
@@ -14,6 +29,17 @@ struct rl_cuda_rank {
     cudaEvent_t ready;           /* compute → comm ordering */
     cudaEvent_t mark[2];         /* comm-stream timing */
     cublasHandle_t blas;
+    /* timeline: timers are started by the rank thread (ops) and the comm worker (calls) */
+    pthread_mutex_t tmu;
+    int tmu_ok;
+    cudaEvent_t base;            /* time 0 of this rank's GPU times ... */
+    double base_s;               /* ... which is base_s on the run's wall clock */
+    int has_base;
+    rl_timer *timers;
+    int ntimers;
+    rl_attach *att;
+    int natt, capatt;
+    int open_timer;              /* the op between rl_cuda_op_begin and rl_cuda_op_end, or -1 */
 };
 
 /* ------------------------------------------------------------------ devices */
@@ -80,6 +106,8 @@ extern "C" rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len)
         return NULL;
     }
     r->dev = dev;
+    r->open_timer = -1;
+    r->tmu_ok = pthread_mutex_init(&r->tmu, NULL) == 0;
     cudaError_t e = cudaSetDevice(dev);
     for (int i = 0; i < 2 && e == cudaSuccess; i++)
         e = cudaStreamCreateWithFlags(&r->stream[i], cudaStreamNonBlocking);
@@ -120,6 +148,18 @@ extern "C" void rl_cuda_rank_free(rl_cuda_rank *r)
     }
     if (r->ready)
         cudaEventDestroy(r->ready);
+    if (r->open_timer != -1)
+        nvtxRangePop();
+    for (int i = 0; i < r->ntimers; i++)
+        for (int k = 0; k < 2; k++)
+            if (r->timers[i].ev[k])
+                cudaEventDestroy(r->timers[i].ev[k]);
+    if (r->has_base)
+        cudaEventDestroy(r->base);
+    free(r->timers);
+    free(r->att);
+    if (r->tmu_ok)
+        pthread_mutex_destroy(&r->tmu);
     free(r);
 }
 
@@ -335,4 +375,220 @@ extern "C" int rl_cuda_convert(rl_cuda_rank *r, void *dst, int dst_dtype, const 
     RL_CU(cudaGetLastError(), "convert kernel launch");
     RL_CU(cudaStreamSynchronize(r->stream[0]), "convert kernel");
     return 0;
+}
+
+/* ------------------------------------------------------------------ timeline: events and NVTX */
+
+extern "C" void rl_cuda_nvtx_push(const char *name) { nvtxRangePushA(name ? name : "?"); }
+extern "C" void rl_cuda_nvtx_pop(void) { nvtxRangePop(); }
+
+extern "C" int rl_cuda_timer_base(rl_cuda_rank *r, double now_s, char *err, int len)
+{
+    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
+    if (!r->has_base)
+        RL_CU(cudaEventCreate(&r->base), "cudaEventCreate");
+    r->has_base = 1;
+    RL_CU(cudaEventRecord(r->base, r->stream[0]), "cudaEventRecord");
+    RL_CU(cudaEventSynchronize(r->base), "cudaEventSynchronize");
+    r->base_s = now_s;
+    return 0;
+}
+
+/* A free timer slot with its two events (grows the pool); -1 when CUDA refuses. Under tmu. */
+static int timer_alloc(rl_cuda_rank *r)
+{
+    for (int i = 0; i < r->ntimers; i++)
+        if (!r->timers[i].used) {
+            r->timers[i].used = 1;
+            r->timers[i].stopped = 0;
+            r->timers[i].refs = 0;
+            return i;
+        }
+    int n = r->ntimers ? r->ntimers * 2 : 64;
+    rl_timer *t = (rl_timer *)realloc(r->timers, (size_t)n * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t + r->ntimers, 0, (size_t)(n - r->ntimers) * sizeof *t);
+    r->timers = t;
+    int id = r->ntimers;
+    for (int i = id; i < n; i++)
+        for (int k = 0; k < 2; k++)
+            if (cudaEventCreate(&t[i].ev[k]) != cudaSuccess) {
+                cudaGetLastError();
+                t[i].ev[k] = NULL;
+            }
+    r->ntimers = n;
+    if (!t[id].ev[0] || !t[id].ev[1])
+        return -1;
+    t[id].used = 1;
+    return id;
+}
+
+extern "C" int rl_cuda_timer_start(rl_cuda_rank *r, int which)
+{
+    if (!r->has_base || !r->tmu_ok)
+        return -1;
+    pthread_mutex_lock(&r->tmu);
+    int id = timer_alloc(r);
+    cudaEvent_t ev = id >= 0 ? r->timers[id].ev[0] : NULL;
+    pthread_mutex_unlock(&r->tmu);
+    if (id >= 0) {
+        cudaSetDevice(r->dev);
+        if (cudaEventRecord(ev, r->stream[which ? 1 : 0]) != cudaSuccess) {
+            cudaGetLastError();
+            rl_cuda_timer_drop(r, id);
+            return -1;
+        }
+    }
+    return id;
+}
+
+extern "C" void rl_cuda_timer_stop(rl_cuda_rank *r, int which, int id)
+{
+    if (id < 0 || id >= r->ntimers)
+        return;
+    pthread_mutex_lock(&r->tmu);
+    cudaEvent_t ev = r->timers[id].ev[1];
+    pthread_mutex_unlock(&r->tmu);
+    cudaSetDevice(r->dev);
+    int ok = cudaEventRecord(ev, r->stream[which ? 1 : 0]) == cudaSuccess;
+    if (!ok)
+        cudaGetLastError();
+    pthread_mutex_lock(&r->tmu);
+    r->timers[id].stopped = ok;
+    pthread_mutex_unlock(&r->tmu);
+}
+
+extern "C" void rl_cuda_timer_drop(rl_cuda_rank *r, int id)
+{
+    if (id < 0)
+        return;
+    pthread_mutex_lock(&r->tmu);
+    if (id < r->ntimers && r->timers[id].refs == 0)
+        r->timers[id].used = 0;
+    pthread_mutex_unlock(&r->tmu);
+}
+
+extern "C" int rl_cuda_timer_attach(rl_cuda_rank *r, int id, int64_t index)
+{
+    if (id < 0)
+        return -1;
+    pthread_mutex_lock(&r->tmu);
+    int rc = -1;
+    if (r->natt == r->capatt) {
+        int n = r->capatt ? r->capatt * 2 : 256;
+        rl_attach *a = (rl_attach *)realloc(r->att, (size_t)n * sizeof *a);
+        if (a) {
+            r->att = a;
+            r->capatt = n;
+        }
+    }
+    if (id < r->ntimers && r->natt < r->capatt) {
+        r->att[r->natt].index = index;
+        r->att[r->natt].timer = id;
+        r->natt++;
+        r->timers[id].refs++;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&r->tmu);
+    return rc;
+}
+
+/* Seconds on the run's wall clock at which event ev completed (waits for it); -1 on error. */
+static double event_time(rl_cuda_rank *r, cudaEvent_t ev)
+{
+    float ms = 0;
+    if (cudaEventSynchronize(ev) != cudaSuccess || cudaEventElapsedTime(&ms, r->base, ev) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return r->base_s + ms * 1e-3;
+}
+
+extern "C" int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, int64_t index, double start_s,
+                                                                     double end_s),
+                                        void *arg)
+{
+    if (!r->tmu_ok || !r->has_base)
+        return 0;
+    cudaSetDevice(r->dev);
+    /* take the attachments made so far; the worker may attach more meanwhile */
+    pthread_mutex_lock(&r->tmu);
+    int n = r->natt;
+    rl_attach *a = (rl_attach *)malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+    if (!a) {
+        pthread_mutex_unlock(&r->tmu);
+        return -1;
+    }
+    memcpy(a, r->att, (size_t)n * sizeof *a);
+    r->natt = 0;
+    pthread_mutex_unlock(&r->tmu);
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&r->tmu); /* the pool may grow (realloc) under the comm worker */
+        cudaEvent_t e0 = r->timers[a[i].timer].ev[0], e1 = r->timers[a[i].timer].ev[1];
+        int stopped = r->timers[a[i].timer].stopped;
+        pthread_mutex_unlock(&r->tmu);
+        double s = event_time(r, e0);
+        float dur = 0;
+        if (s >= 0 && stopped && (cudaEventSynchronize(e1) != cudaSuccess ||
+                                  cudaEventElapsedTime(&dur, e0, e1) != cudaSuccess)) {
+            cudaGetLastError();
+            dur = 0;
+        }
+        if (s >= 0) {
+            fn(arg, a[i].index, s, s + (dur > 0 ? dur * 1e-3 : 0.0));
+            done++;
+        }
+        pthread_mutex_lock(&r->tmu);
+        if (--r->timers[a[i].timer].refs <= 0)
+            r->timers[a[i].timer].used = 0;
+        pthread_mutex_unlock(&r->tmu);
+    }
+    free(a);
+    return done;
+}
+
+extern "C" double rl_cuda_stream_now(rl_cuda_rank *r, int which)
+{
+    cudaEvent_t ev;
+    if (!r->has_base)
+        return -1;
+    cudaSetDevice(r->dev);
+    if (cudaEventCreate(&ev) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    double t = -1;
+    if (cudaEventRecord(ev, r->stream[which ? 1 : 0]) == cudaSuccess)
+        t = event_time(r, ev);
+    else
+        cudaGetLastError();
+    cudaEventDestroy(ev);
+    return t;
+}
+
+extern "C" void rl_cuda_op_begin(rl_cuda_rank *r, const char *name)
+{
+    if (r->open_timer != -1) { /* the previous op failed after its begin: close it */
+        rl_cuda_timer_drop(r, r->open_timer);
+        nvtxRangePop();
+    }
+    nvtxRangePushA(name ? name : "op");
+    r->open_timer = rl_cuda_timer_start(r, 0);
+    if (r->open_timer < 0)
+        r->open_timer = -2; /* open, untimed */
+}
+
+extern "C" int rl_cuda_op_end(rl_cuda_rank *r)
+{
+    int id = r->open_timer;
+    if (id == -1)
+        return -1;
+    r->open_timer = -1;
+    nvtxRangePop();
+    if (id < 0)
+        return -1;
+    rl_cuda_timer_stop(r, 0, id);
+    return id;
 }

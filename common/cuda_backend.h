@@ -107,6 +107,86 @@ int rl_cuda_gelu_backward(rl_cuda_rank *r, const void *x, int x_dt, const void *
 int rl_cuda_adamw(rl_cuda_rank *r, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
                   void *param, int param_dt, const void *grad, int grad_dt, float *master, float *m, float *v,
                   int64_t n, char *err, int len);
+/* ------------------------------------------------------------------ ops (cuda_nn.cu)
+ * Pointers are device memory, dtypes 0 f32 / 1 bf16; host arrays (ids, rows, scales,
+ * targets) are copied to the device by the call. Each mirrors the CPU kernel of ops.c /
+ * ops_nn.c (see cuda_nn.cu for the numerics); all run on the compute stream. */
+/* out[i] = constant + ca·a[i] + cb·b[i] (a, b may be NULL): add, axpy, scale, copy, fill, zero. */
+int rl_cuda_lincomb(rl_cuda_rank *r, void *out, int out_dt, int64_t n, float constant, float ca, const void *a,
+                    int a_dt, float cb, const void *b, int b_dt, char *err, int len);
+/* y[rows,n] += bias[n]; dbias[n] += Σ_rows dy. */
+int rl_cuda_bias_add(rl_cuda_rank *r, void *y, int y_dt, const void *bias, int b_dt, int64_t rows, int64_t n,
+                     char *err, int len);
+int rl_cuda_bias_backward(rl_cuda_rank *r, const void *dy, int dy_dt, void *dbias, int db_dt, int64_t rows,
+                          int64_t n, char *err, int len);
+/* LayerNorm over rows of n (beta may be NULL; mean, rstd f32 per row). */
+int rl_cuda_layernorm_forward(rl_cuda_rank *r, const void *x, int x_dt, const void *gamma, int g_dt,
+                              const void *beta, int b_dt, float eps, void *y, int y_dt, float *mean, float *rstd,
+                              int64_t rows, int64_t n, char *err, int len);
+/* dx overwritten; dgamma, dbeta (may be NULL) accumulated. */
+int rl_cuda_layernorm_backward(rl_cuda_rank *r, const void *x, int x_dt, const void *gamma, int g_dt,
+                               const float *mean, const float *rstd, const void *dy, int dy_dt, void *dx, int dx_dt,
+                               void *dgamma, int dg_dt, void *dbeta, int db_dt, int64_t rows, int64_t n, char *err,
+                               int len);
+/* Row softmax (y may alias x) and its backward. */
+int rl_cuda_softmax_forward(rl_cuda_rank *r, const void *x, int x_dt, void *y, int y_dt, int64_t rows, int64_t n,
+                            char *err, int len);
+int rl_cuda_softmax_backward(rl_cuda_rank *r, const void *y, int y_dt, const void *dy, int dy_dt, void *dx,
+                             int dx_dt, int64_t rows, int64_t n, char *err, int len);
+/* Causal attention over [B, S, H] tensors with n_heads heads; probs f32 [B, n_heads, S, S]. */
+int rl_cuda_attention_forward(rl_cuda_rank *r, const void *q, int q_dt, const void *k, int k_dt, const void *v,
+                              int v_dt, float *probs, void *out, int out_dt, int64_t B, int64_t S, int64_t H,
+                              int n_heads, char *err, int len);
+int rl_cuda_attention_backward(rl_cuda_rank *r, const void *q, int q_dt, const void *k, int k_dt, const void *v,
+                               int v_dt, const float *probs, const void *dout, int do_dt, void *dq, int dq_dt,
+                               void *dk, int dk_dt, void *dv, int dv_dt, int64_t B, int64_t S, int64_t H,
+                               int n_heads, char *err, int len);
+/* dst[i,:] = (accumulate ? dst[i,:] : 0) + scale[i]·src[rows[i],:] for i < n (rows, scale host). */
+int rl_cuda_gather_rows(rl_cuda_rank *r, const void *src, int src_dt, const int64_t *rows, const float *scale,
+                        int accumulate, void *dst, int dst_dt, int64_t n, int64_t h, char *err, int len);
+/* dst[rows[i],:] += scale[i]·src[i,:] for i < n, in order (dst has dst_numel elements). */
+int rl_cuda_scatter_add_rows(rl_cuda_rank *r, const void *src, int src_dt, const int64_t *rows, const float *scale,
+                             void *dst, int dst_dt, int64_t dst_numel, int64_t n, int64_t h, char *err, int len);
+/* Σ_rows (logsumexp − logit of the target) into *total (waits); dlogits (may be NULL) ← g·(softmax − onehot). */
+int rl_cuda_cross_entropy(rl_cuda_rank *r, const void *logits, int l_dt, const int *targets, float g,
+                          void *dlogits, int dl_dt, int64_t rows, int64_t V, double *total, char *err, int len);
+/* Σ (pred − target)² into *total (waits); dpred (may be NULL) ← g·(pred − target). */
+int rl_cuda_mse(rl_cuda_rank *r, const void *pred, int p_dt, const void *target, int t_dt, float g, void *dpred,
+                int dp_dt, int64_t n, double *total, char *err, int len);
+/* Σ x (or Σ x² when squares) in double into *out (waits). */
+int rl_cuda_sum(rl_cuda_rank *r, const void *x, int x_dt, int64_t n, int squares, double *out, char *err, int len);
+/* param ← param − lr·grad through the f32 master (may be NULL: param f32). */
+int rl_cuda_sgd(rl_cuda_rank *r, float lr, void *param, int param_dt, const void *grad, int grad_dt, float *master,
+                int64_t n, char *err, int len);
+
+/* ------------------------------------------------------------------ timeline (cuda_backend.cu)
+ * Trace times from CUDA events: a timer is a start/stop event pair on a stream; a trace
+ * event attached to a timer gets the timer's measured times when the timeline is resolved
+ * (which waits for the events). Times are seconds on the run's wall clock. */
+/* Sets the rank's time base: now_s (the run's wall clock) is the moment of this call. */
+int rl_cuda_timer_base(rl_cuda_rank *r, double now_s, char *err, int len);
+/* Starts a timer on stream which (0 compute, 1 comm); its id, or -1 (no base, or CUDA refused). */
+int rl_cuda_timer_start(rl_cuda_rank *r, int which);
+/* Records the timer's stop on stream which. */
+void rl_cuda_timer_stop(rl_cuda_rank *r, int which, int id);
+/* Attaches the trace event at index to the timer (a timer may carry several); 0 or -1. */
+int rl_cuda_timer_attach(rl_cuda_rank *r, int id, int64_t index);
+/* Frees a timer nothing was attached to. */
+void rl_cuda_timer_drop(rl_cuda_rank *r, int id);
+/* Waits for the attached timers, calls fn(arg, index, start, end) for each and frees them;
+ * returns how many were resolved, or -1. */
+int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, int64_t index, double start_s, double end_s),
+                             void *arg);
+/* When stream which finishes the work queued so far (waits for it), on the run's clock; -1 on error. */
+double rl_cuda_stream_now(rl_cuda_rank *r, int which);
+/* An op's bracket on the compute stream: begin pushes an NVTX range and starts a timer; end
+ * stops it, pops the range and returns the timer (-1 if none). */
+void rl_cuda_op_begin(rl_cuda_rank *r, const char *name);
+int rl_cuda_op_end(rl_cuda_rank *r);
+/* NVTX ranges (Nsight Systems) on the calling thread. */
+void rl_cuda_nvtx_push(const char *name);
+void rl_cuda_nvtx_pop(void);
+
 /* Measured GEMM peak: TFLOP/s of an n×n×n bf16 (dtype 1) or f32 GEMM, averaged over iters. */
 double rl_cuda_gemm_tflops(rl_cuda_rank *r, int dtype, int64_t n, int iters, char *err, int len);
 

@@ -36,29 +36,88 @@ __device__ static inline void st(void *p, int dt, int64_t i, float v)
 
 /* ------------------------------------------------------------------ GEMM */
 
+__global__ void mm_convert_kernel(void *dst, int dd, const void *src, int sd, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        st(dst, dd, i, ld(src, sd, i));
+}
+
+/* An f32 copy of n elements of x (dtype dt) in stream-ordered scratch (left unset unless
+ * load); NULL on failure. */
+static void *f32_copy(cudaStream_t s, const void *x, int dt, int64_t n, int load = 1)
+{
+    void *p = NULL;
+    if (cudaMallocAsync(&p, (size_t)(n > 0 ? n : 1) * 4, s) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    if (n > 0 && load)
+        mm_convert_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(p, 0, x, dt, n);
+    return p;
+}
+
 extern "C" int rl_cuda_matmul(rl_cuda_rank *r, const void *a, int a_dtype, int trans_a, const void *b, int b_dtype,
                               int trans_b, void *c, int c_dtype, int64_t m, int64_t n, int64_t k, float beta,
                               char *err, int len)
 {
-    if (a_dtype != b_dtype) {
-        snprintf(err, (size_t)len, "matmul on the GPU: a is %s but b is %s; use one dtype for both",
-                 a_dtype ? "bf16" : "f32", b_dtype ? "bf16" : "f32");
-        return -1;
-    }
-    if (m <= 0 || n <= 0 || k <= 0)
+    if (m <= 0 || n <= 0)
         return 0;
     rl_cuda_rank_device(r);
-    cublasHandle_t h = rl_cuda_rank_blas(r);
-    float alpha = 1.0f;
-    /* Row-major C[m,n] = op(A)·op(B) is column-major Cᵀ[n,m] = op(B)ᵀ·op(A)ᵀ: swap the
-     * operands and keep the transpose flags. Leading dims are the row lengths. */
-    int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
-    cudaDataType_t ta = a_dtype ? CUDA_R_16BF : CUDA_R_32F, tc = c_dtype ? CUDA_R_16BF : CUDA_R_32F;
-    RL_BLAS(cublasGemmEx(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m,
-                         (int)k, &alpha, b, ta, (int)ldb, a, ta, (int)lda, &beta, c, tc, (int)ldc,
-                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmEx");
-    return 0;
+    cudaStream_t s = rl_cuda_rank_cstream(r, 0);
+    if (k <= 0) { /* an empty product: c ← beta·c, as the CPU */
+        if (beta == 0.0f)
+            RL_CU(cudaMemsetAsync(c, 0, (size_t)(m * n) * (c_dtype ? 2 : 4), s), "cudaMemsetAsync");
+        else
+            return rl_cuda_scale(r, c, c_dtype, beta, m * n, err, len);
+        return 0;
+    }
+    /* cublasGemmEx takes a and b of one type, and an f32 product into f32 only: a bf16 operand
+     * beside an f32 one is widened to f32, and an f32 product into bf16 goes through f32. */
+    const void *A = a, *B = b;
+    void *C = c, *ta_ = NULL, *tb_ = NULL, *tc_ = NULL;
+    int dt = a_dtype, cdt = c_dtype;
+    if (a_dtype != b_dtype) {
+        if (a_dtype)
+            A = ta_ = f32_copy(s, a, 1, m * k);
+        else
+            B = tb_ = f32_copy(s, b, 1, k * n);
+        dt = 0;
+    }
+    if (dt == 0 && c_dtype == 1) {
+        C = tc_ = f32_copy(s, c, 1, m * n, beta != 0.0f);
+        cdt = 0;
+    }
+    int rc = 0;
+    if (!A || !B || !C) {
+        snprintf(err, (size_t)len, "matmul on the GPU: no memory for an f32 copy of a bf16 operand");
+        rc = -1;
+    }
+    if (!rc) {
+        cublasHandle_t h = rl_cuda_rank_blas(r);
+        float alpha = 1.0f;
+        /* Row-major C[m,n] = op(A)·op(B) is column-major Cᵀ[n,m] = op(B)ᵀ·op(A)ᵀ: swap the
+         * operands and keep the transpose flags. Leading dims are the row lengths. */
+        int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
+        cudaDataType_t tab = dt ? CUDA_R_16BF : CUDA_R_32F, tc = cdt ? CUDA_R_16BF : CUDA_R_32F;
+        cublasStatus_t bs = cublasGemmEx(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                         (int)n, (int)m, (int)k, &alpha, B, tab, (int)ldb, A, tab, (int)lda, &beta, C,
+                                         tc, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            snprintf(err, (size_t)len, "cublasGemmEx (m=%lld n=%lld k=%lld): cuBLAS status %d", (long long)m,
+                     (long long)n, (long long)k, (int)bs);
+            rc = -1;
+        }
+    }
+    if (!rc && tc_)
+        mm_convert_kernel<<<(unsigned)((m * n + 255) / 256), 256, 0, s>>>(c, 1, tc_, 0, m * n);
+    if (ta_)
+        cudaFreeAsync(ta_, s);
+    if (tb_)
+        cudaFreeAsync(tb_, s);
+    if (tc_)
+        cudaFreeAsync(tc_, s);
+    return rc;
 }
 
 extern "C" double rl_cuda_gemm_tflops(rl_cuda_rank *r, int dtype, int64_t n, int iters, char *err, int len)
@@ -113,14 +172,20 @@ __global__ void axpy_kernel(float alpha, const void *x, int xdt, void *y, int yd
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        st(y, ydt, i, ld(y, ydt, i) + alpha * ld(x, xdt, i));
+        st(y, ydt, i, __fadd_rn(ld(y, ydt, i), __fmul_rn(alpha, ld(x, xdt, i))));
 }
 
 __global__ void scale_kernel(void *x, int xdt, float alpha, int64_t n)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        st(x, xdt, i, alpha * ld(x, xdt, i));
+        st(x, xdt, i, __fmul_rn(alpha, ld(x, xdt, i)));
+}
+
+/* tanh as the CPU computes it (ops_nn.c fast_tanh): 1 − 2/(e^{2u} + 1), clamped at |u| > 15. */
+__device__ static inline float cpu_tanh(float u)
+{
+    return u > 15.0f ? 1.0f : (u < -15.0f ? -1.0f : 1.0f - 2.0f / (expf(2.0f * u) + 1.0f));
 }
 
 /* GeLU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
@@ -131,7 +196,7 @@ __global__ void gelu_fwd_kernel(const void *x, int xdt, void *y, int ydt, int64_
         return;
     float v = ld(x, xdt, i);
     float u = 0.7978845608f * (v + 0.044715f * v * v * v);
-    st(y, ydt, i, 0.5f * v * (1.0f + tanhf(u)));
+    st(y, ydt, i, 0.5f * v * (1.0f + cpu_tanh(u)));
 }
 
 __global__ void gelu_bwd_kernel(const void *x, int xdt, const void *dy, int dydt, void *dx, int dxdt, int64_t n)
@@ -141,7 +206,7 @@ __global__ void gelu_bwd_kernel(const void *x, int xdt, const void *dy, int dydt
         return;
     float v = ld(x, xdt, i);
     float u = 0.7978845608f * (v + 0.044715f * v * v * v);
-    float t = tanhf(u);
+    float t = cpu_tanh(u);
     float du = 0.7978845608f * (1.0f + 3.0f * 0.044715f * v * v);
     float g = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
     st(dx, dxdt, i, ld(dy, dydt, i) * g);
@@ -188,21 +253,24 @@ extern "C" int rl_cuda_gelu_backward(rl_cuda_rank *r, const void *x, int x_dt, c
 
 /* ------------------------------------------------------------------ AdamW */
 
-/* w ← w − lr·(m̂/(√v̂+eps) + wd·w) on the master (or the f32 param), as rl_adamw_step. */
-__global__ void adamw_kernel(float lr, float b1, float b2, float eps, float wd, float bc1, float bc2, void *param,
+/* w ← w − lr·(m̂/(√v̂+eps) + wd·w) on the master (or the f32 param), as rl_adamw_step: the same
+ * f32 operations in the same order (no fused multiply-add) and m̂, v̂ divided in double by the
+ * bias corrections, so the update is bitwise the CPU's. */
+__global__ void adamw_kernel(float lr, float b1, float b2, float eps, float wd, double bc1, double bc2, void *param,
                              int pdt, const void *grad, int gdt, float *master, float *m, float *v, int64_t n)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     float g = ld(grad, gdt, i);
-    float mi = b1 * m[i] + (1.0f - b1) * g;
-    float vi = b2 * v[i] + (1.0f - b2) * g * g;
+    float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(__fsub_rn(1.0f, b1), g));
+    float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, b2), g), g));
     m[i] = mi;
     v[i] = vi;
     float w = master ? master[i] : ((float *)param)[i];
-    float mhat = mi / bc1, vhat = vi / bc2;
-    w = w - lr * (mhat / (sqrtf(vhat) + eps) + wd * w);
+    float mhat = __double2float_rn(__ddiv_rn((double)mi, bc1)), vhat = __double2float_rn(__ddiv_rn((double)vi, bc2));
+    float upd = __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, w));
+    w = __fsub_rn(w, __fmul_rn(lr, upd));
     if (master)
         master[i] = w;
     st(param, pdt, i, w);
@@ -220,6 +288,6 @@ extern "C" int rl_cuda_adamw(rl_cuda_rank *r, float lr, float beta1, float beta2
         snprintf(err, (size_t)len, "adamw on the GPU: a bf16 param needs an f32 master copy");
         return -1;
     }
-    float bc1 = (float)(1.0 - pow((double)beta1, (double)step)), bc2 = (float)(1.0 - pow((double)beta2, (double)step));
+    double bc1 = 1.0 - pow((double)beta1, (double)step), bc2 = 1.0 - pow((double)beta2, (double)step);
     LAUNCH(adamw_kernel, n, lr, beta1, beta2, eps, wd, bc1, bc2, param, param_dt, grad, grad_dt, master, m, v, n);
 }

@@ -149,8 +149,22 @@ int rl_data_get(rl_data *d, rl_ctx *ctx, int64_t step, int64_t first, int64_t co
             ensure_tensor(ctx, &out->y, "y", count, d->out_dim, "b,out"))
             return rl_error(ctx, RL_ERR_NOMEM, "data: out of memory for a batch of %lld", (long long)count);
         float *x = rl_tensor_host_data(out->x), *y = rl_tensor_host_data(out->y);
+        /* GPU backend (issue 6): device batches are made on the host and copied once */
+        float *hx = x ? NULL : malloc((size_t)(count * d->in_dim) * sizeof(float));
+        float *hy = y ? NULL : malloc((size_t)(count * d->out_dim) * sizeof(float));
+        if ((!x && !hx) || (!y && !hy)) {
+            free(hx);
+            free(hy);
+            return rl_error(ctx, RL_ERR_NOMEM, "data: out of host memory for a batch of %lld", (long long)count);
+        }
         for (int64_t k = 0; k < count; k++)
-            regression_sample(d, step, first + k, x + k * d->in_dim, y + k * d->out_dim);
+            regression_sample(d, step, first + k, (x ? x : hx) + k * d->in_dim, (y ? y : hy) + k * d->out_dim);
+        int crc = (hx ? rl_tensor_from_f32(out->x, hx, count * d->in_dim) : 0) ||
+                  (hy ? rl_tensor_from_f32(out->y, hy, count * d->out_dim) : 0);
+        free(hx);
+        free(hy);
+        if (crc)
+            return RL_ERR_UNSUPPORTED;
         out->seq = 0;
     } else {
         if (out->size != count || out->seq != d->seq || !out->tokens) {

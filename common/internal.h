@@ -221,6 +221,8 @@ void rl_works_free_all(rl_ctx *ctx);
 void rl_tensors_free_all(rl_ctx *ctx);
 /* GPU backend (issue 6): counts / traces a call done outside the sim rendezvous (comm.c). */
 void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d);
-void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws);
+/* timer: a CUDA-event timer whose measured span replaces vs/ve (backend.h), or -1. */
+void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws,
+                      int timer);
 
 #endif

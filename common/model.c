@@ -154,8 +154,26 @@ static rl_param *reg(rl_model *m, int unit, const char *name, int64_t s0, int64_
     p->value = p->own_value;
     p->grad = p->own_grad;
     rl_rng r = rl_rng_make(m->cfg.seed, 1000 + (uint64_t)p->index);
+    /* GPU backend (issue 6): the values are made on the host and copied once (a device tensor
+     * would take one copy per rl_tensor_set) */
+    float *init_vals = malloc((size_t)(p->numel > 0 ? p->numel : 1) * sizeof(float));
+    if (!init_vals) {
+        rl_tensor_free(p->own_value);
+        rl_tensor_free(p->own_grad);
+        p->own_value = p->own_grad = p->value = p->grad = NULL;
+        rl_error(m->ctx, RL_ERR_NOMEM, "model: out of host memory initialising '%s'", name);
+        return NULL;
+    }
     for (int64_t i = 0; i < p->numel; i++)
-        rl_tensor_set(p->value, i, init == INIT_ONES ? 1.0f : init == INIT_ZEROS ? 0.0f : (float)(std * rl_rng_normal(&r)));
+        init_vals[i] = init == INIT_ONES ? 1.0f : init == INIT_ZEROS ? 0.0f : (float)(std * rl_rng_normal(&r));
+    int irc = rl_tensor_from_f32(p->value, init_vals, p->numel);
+    free(init_vals);
+    if (irc) {
+        rl_tensor_free(p->own_value);
+        rl_tensor_free(p->own_grad);
+        p->own_value = p->own_grad = p->value = p->grad = NULL;
+        return NULL;
+    }
     return p;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "bf16.h"
 #include "err.h"
+#include "backend.h"
 #include "ops_internal.h"
 #include "stream.h"
 #ifdef RL_HAVE_OPENBLAS
@@ -19,20 +20,35 @@ rl_ctx *ops_ctx(rl_ctx *ctx, const rl_tensor *t) { return ctx ? ctx : (t ? t->ct
 
 int ops_check(rl_ctx *ctx, const char *op, int n, const rl_tensor *const *ts, int allow_null)
 {
+    const rl_tensor *first = NULL;
     for (int i = 0; i < n; i++) {
         if (!ts[i]) {
             if (allow_null)
                 continue;
             return rl_error(ctx, RL_ERR_ARG, "%s: tensor argument %d is NULL; pass an allocated tensor", op, i + 1);
         }
-        if (ts[i]->device != RL_CPU)
-            return rl_error(ctx, RL_ERR_UNSUPPORTED,
-                            "%s: tensor '%s' is on the GPU, but this build has CPU kernels only "
-                            "(the CUDA kernels come with the GPU backend); run with --backend sim",
-                            op, ts[i]->name);
+        /* GPU backend (issue 6): one device per op, and a device op needs a rank with a GPU */
+        if (first && ts[i]->device != first->device)
+            return rl_error(ctx, RL_ERR_ARG,
+                            "%s: tensor '%s' is on the %s but '%s' is on the %s; an op needs all its tensors on "
+                            "one device (a --backend cuda run allocates them on its GPU)",
+                            op, first->name, first->device == RL_CUDA ? "GPU" : "CPU", ts[i]->name,
+                            ts[i]->device == RL_CUDA ? "GPU" : "CPU");
+        if (!first)
+            first = ts[i];
+        if (ts[i]->device == RL_CUDA && !rl_backend_has_gpu(ctx ? ctx : ts[i]->ctx)) {
+            char why[200];
+            rl_backend_no_gpu_reason(ctx ? ctx : ts[i]->ctx, why, sizeof why);
+            return rl_error(ctx, RL_ERR_UNSUPPORTED, "%s: tensor '%s' is on the GPU, but %s; run with --backend sim",
+                            op, ts[i]->name, why);
+        }
     }
     return 0;
 }
+
+int ops_gpu(const rl_tensor *t) { return t && t->device == RL_CUDA; }
+
+void ops_gpu_begin(rl_ctx *ctx, const char *name) { rl_backend_op_begin(ctx, name); }
 
 double ops_wall(rl_ctx *ctx) { return ctx ? rl_wall_now(ctx) : 0.0; }
 
@@ -199,6 +215,12 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
                         rl_tensor_describe(c, sc, sizeof sc), (long long)m, (long long)k, (long long)kb,
                         (long long)n);
     }
+    if (ops_gpu(c)) { /* GPU backend (issue 6): cuBLAS on the rank's compute stream */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_matmul(ctx, a, ta, b, tb, c, beta)))
+            return rc;
+        goto record;
+    }
     ops_buf ba, bb, bcb;
     const float *A = ops_in(a, &ba);
     const float *B = ops_in(b, &bb);
@@ -213,6 +235,7 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
     ops_release(&ba);
     ops_release(&bb);
     ops_commit(c, &bcb);
+record:
     rl_dtype dt = (a->dtype == RL_BF16 && b->dtype == RL_BF16) ? RL_BF16 : RL_F32;
     double bytes = ops_bytes(OPS_LIST(a, b, c)) + (beta != 0.0f ? (double)rl_tensor_bytes(c) : 0.0);
     ops_record(ctx, name, dt, 2.0 * (double)m * (double)n * (double)k, bytes, w0, OPS_LIST(a, b), OPS_LIST(c));
@@ -249,6 +272,8 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
     int rc = ops_check(ctx, name, OPS_LIST(out), 0);
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(a, b), 1);
+    if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(out, a, b), 1); /* one device for all */
     if (rc)
         return rc;
     if (a && a->numel != out->numel)
@@ -256,6 +281,12 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
     if (b && b->numel != out->numel)
         return ops_numel_mismatch(ctx, name, b, out);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(out)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_lincomb(ctx, constant, ca, a, cb, b, out)))
+            return rc;
+        goto record;
+    }
     ops_buf pa = { 0, 0 }, pb = { 0, 0 }, po;
     const float *A = a ? ops_in(a, &pa) : NULL;
     const float *B = b ? ops_in(b, &pb) : NULL;
@@ -277,6 +308,7 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
     ops_release(&pa);
     ops_release(&pb);
     ops_commit(out, &po);
+record:
     int nin = (a != NULL) + (b != NULL);
     const rl_tensor *ins[2] = { a ? a : b, a ? b : NULL };
     ops_record(ctx, name, out->dtype, (double)out->numel * nin, ops_bytes(OPS_LIST(a, b, out)), w0, nin, ins,
@@ -327,6 +359,14 @@ static int reduce(rl_ctx *ctx, const char *name, const rl_tensor *x, int squares
     if (!out)
         return rl_error(ctx, RL_ERR_ARG, "%s: result pointer is NULL", name);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(x)) { /* GPU backend (issue 6): waits for the total */
+        ops_gpu_begin(ctx, name);
+        double t = 0;
+        if ((rc = rl_backend_sum(ctx, x, squares, &t)))
+            return rc;
+        *out = t;
+        goto record;
+    }
     ops_buf b;
     const float *X = ops_in(x, &b);
     if (!X)
@@ -336,6 +376,7 @@ static int reduce(rl_ctx *ctx, const char *name, const rl_tensor *x, int squares
         s += squares ? (double)X[i] * X[i] : X[i];
     ops_release(&b);
     *out = s;
+record:
     ops_record(ctx, name, x->dtype, (double)x->numel * (squares ? 2 : 1), ops_bytes(OPS_LIST(x)), w0,
                OPS_LIST(x), 0, NULL);
     return 0;
@@ -354,6 +395,8 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
     int rc = ops_check(ctx, name, OPS_LIST(logits), 0);
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(dlogits), 1);
+    if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(logits, dlogits), 1);
     if (rc)
         return rc;
     if (!targets || !loss)
@@ -367,6 +410,14 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
             return rl_error(ctx, RL_ERR_ARG, "%s: target %d of row %lld is outside [0, %lld) (the vocabulary of '%s')",
                             name, targets[r], (long long)r, (long long)V, logits->name);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(logits)) { /* GPU backend (issue 6): waits for the loss */
+        ops_gpu_begin(ctx, name);
+        double t = 0;
+        if ((rc = rl_backend_cross_entropy(ctx, logits, targets, grad_scale, dlogits, &t)))
+            return rc;
+        *loss = rows ? (float)(t / (double)rows) : 0.0f;
+        goto record;
+    }
     ops_buf bl, bd = { 0, 0 };
     const float *L = ops_in(logits, &bl);
     float *D = dlogits ? ops_out(dlogits, &bd, 0) : NULL;
@@ -395,6 +446,7 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
     ops_release(&bl);
     if (dlogits)
         ops_commit(dlogits, &bd);
+record:
     ops_record(ctx, name, logits->dtype, 5.0 * (double)logits->numel, ops_bytes(OPS_LIST(logits, dlogits)), w0,
                OPS_LIST(logits), OPS_LIST(dlogits));
     return 0;
@@ -408,6 +460,8 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
     int rc = ops_check(ctx, name, OPS_LIST(pred, target), 0);
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(dpred), 1);
+    if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(pred, target, dpred), 1);
     if (rc)
         return rc;
     if (!loss)
@@ -417,6 +471,14 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
     if (dpred && dpred->numel != pred->numel)
         return ops_numel_mismatch(ctx, name, dpred, pred);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(pred)) { /* GPU backend (issue 6): waits for the loss */
+        ops_gpu_begin(ctx, name);
+        double t = 0;
+        if ((rc = rl_backend_mse_loss(ctx, pred, target, grad_scale, dpred, &t)))
+            return rc;
+        *loss = pred->numel ? (float)(t / (double)pred->numel) : 0.0f;
+        goto record;
+    }
     ops_buf bp, bt, bd = { 0, 0 };
     const float *P = ops_in(pred, &bp);
     const float *T = ops_in(target, &bt);
@@ -441,7 +503,8 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
     ops_release(&bt);
     if (dpred)
         ops_commit(dpred, &bd);
-    ops_record(ctx, name, pred->dtype, 3.0 * (double)n, ops_bytes(OPS_LIST(pred, target, dpred)), w0,
+record:
+    ops_record(ctx, name, pred->dtype, 3.0 * (double)pred->numel, ops_bytes(OPS_LIST(pred, target, dpred)), w0,
                OPS_LIST(pred, target), OPS_LIST(dpred));
     return 0;
 }
@@ -463,6 +526,8 @@ static int optim_check(rl_ctx *ctx, const char *name, rl_tensor *param, const rl
         rc = ops_check(ctx, name, OPS_LIST(m, v), 0);
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(master), 1);
+    if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(param, grad, master, m, v), 1); /* one device for all */
     if (rc)
         return rc;
     const rl_tensor *all[4] = { grad, master, m, v };
@@ -492,6 +557,13 @@ int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor 
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(param)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_adamw_step(ctx, cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, step, param,
+                                        grad, master, m, v)))
+            return rc;
+        goto record;
+    }
     ops_buf bg;
     const float *G = ops_in(grad, &bg);
     if (!G)
@@ -509,6 +581,7 @@ int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor 
     ops_release(&bg);
     if (master)
         rl_tensor_copy(param, master);
+record:
     ops_record(ctx, name, RL_F32, 12.0 * (double)param->numel,
                ops_bytes(OPS_LIST(param, grad, m, v)) + 2.0 * ops_bytes(OPS_LIST(master, m, v)), w0,
                OPS_LIST(param, grad, m, v), OPS_LIST(param));
@@ -523,6 +596,12 @@ int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, 
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(param)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_sgd_step(ctx, lr, param, grad, master)))
+            return rc;
+        goto record;
+    }
     ops_buf bg;
     const float *G = ops_in(grad, &bg);
     if (!G)
@@ -533,6 +612,7 @@ int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, 
     ops_release(&bg);
     if (master)
         rl_tensor_copy(param, master);
+record:
     ops_record(ctx, name, RL_F32, 2.0 * (double)param->numel,
                ops_bytes(OPS_LIST(param, grad)) + 2.0 * ops_bytes(OPS_LIST(master)), w0, OPS_LIST(param, grad),
                OPS_LIST(param));

@@ -14,8 +14,13 @@ typedef struct ops_buf {
 /* The rank an op runs on: ctx, else the first tensor's ctx. */
 rl_ctx *ops_ctx(rl_ctx *ctx, const rl_tensor *t);
 /* Checks n tensors (NULL entries must be optional, flagged by allow_null) are present and
- * on the CPU; records a message naming op and returns an error otherwise. */
+ * on one device, and that device tensors have a rank with a GPU; records a message naming
+ * op and returns an error otherwise. */
 int ops_check(rl_ctx *ctx, const char *op, int n, const rl_tensor *const *ts, int allow_null);
+/* GPU backend (issue 6): 1 if t lives on the GPU (the op then runs its device branch). */
+int ops_gpu(const rl_tensor *t);
+/* Opens a device op (NVTX range, start event on the compute stream); ops_record closes it. */
+void ops_gpu_begin(rl_ctx *ctx, const char *name);
 /* Wall time to pass to ops_record (0 without a ctx). */
 double ops_wall(rl_ctx *ctx);
 /* Records the op: "in1 in2 -> out1 out2" shapes, flops, bytes; dtype of the compute. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
+#include "backend.h"
 #include "ops_internal.h"
 
 /* Releases up to 8 staging buffers. */
@@ -31,6 +32,12 @@ int rl_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
                         (long long)n);
     }
     double w0 = ops_wall(ctx);
+    if (ops_gpu(y)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_bias_add(ctx, y, bias)))
+            return rc;
+        goto record;
+    }
     ops_buf b[2];
     const float *B = ops_in(bias, &b[0]);
     float *Y = ops_out(y, &b[1], 1);
@@ -43,6 +50,7 @@ int rl_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
             Y[r * n + j] += B[j];
     ops_release(&b[0]);
     ops_commit(y, &b[1]);
+record:
     ops_record(ctx, name, y->dtype, (double)y->numel, 2.0 * rl_tensor_bytes(y) + rl_tensor_bytes(bias), w0,
                OPS_LIST(y, bias), OPS_LIST(y));
     return 0;
@@ -63,6 +71,12 @@ int rl_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
                         rl_tensor_describe(dbias, sb, sizeof sb), rl_tensor_describe(dy, sy, sizeof sy), (long long)n);
     }
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dbias)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_bias_backward(ctx, dy, dbias)))
+            return rc;
+        goto record;
+    }
     ops_buf b[2];
     const float *D = ops_in(dy, &b[0]);
     float *G = ops_out(dbias, &b[1], 1);
@@ -78,6 +92,7 @@ int rl_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
     }
     ops_release(&b[0]);
     ops_commit(dbias, &b[1]);
+record:
     ops_record(ctx, name, dy->dtype, (double)dy->numel, ops_bytes(OPS_LIST(dy, dbias, dbias)), w0, OPS_LIST(dy),
                OPS_LIST(dbias));
     return 0;
@@ -108,6 +123,12 @@ int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     if (x->numel != y->numel)
         return ops_numel_mismatch(ctx, name, x, y);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(y)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_gelu_forward(ctx, x, y)))
+            return rc;
+        goto record;
+    }
     ops_buf b[2];
     const float *X = ops_in(x, &b[0]);
     float *Y = ops_out(y, &b[1], 0);
@@ -121,6 +142,7 @@ int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     }
     ops_release(&b[0]);
     ops_commit(y, &b[1]);
+record:
     ops_record(ctx, name, y->dtype, 10.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
 }
@@ -137,6 +159,12 @@ int rl_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_te
     if (x->numel != dx->numel)
         return ops_numel_mismatch(ctx, name, x, dx);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dx)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_gelu_backward(ctx, x, dy, dx)))
+            return rc;
+        goto record;
+    }
     ops_buf b[3];
     const float *X = ops_in(x, &b[0]);
     const float *D = ops_in(dy, &b[1]);
@@ -154,6 +182,7 @@ int rl_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_te
     ops_release(&b[0]);
     ops_release(&b[1]);
     ops_commit(dx, &b[2]);
+record:
     ops_record(ctx, name, dx->dtype, 16.0 * (double)x->numel, ops_bytes(OPS_LIST(x, dy, dx)), w0, OPS_LIST(x, dy),
                OPS_LIST(dx));
     return 0;
@@ -188,10 +217,18 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(beta), 1);
     if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(x, beta), 1);
+    if (!rc)
         rc = ln_check(ctx, name, x, gamma, beta, mean, rstd, y);
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(y)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_layernorm_forward(ctx, x, gamma, beta, eps, y, mean, rstd)))
+            return rc;
+        goto record;
+    }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
     ops_buf b[4] = { { 0, 0 } };
@@ -220,6 +257,7 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
     }
     release_all(b, 3);
     ops_commit(y, &b[3]);
+record:
     ops_record(ctx, name, y->dtype, 8.0 * (double)x->numel, ops_bytes(OPS_LIST(x, gamma, beta, y, mean, rstd)), w0,
                OPS_LIST(x, gamma, beta), OPS_LIST(y));
     return 0;
@@ -235,6 +273,8 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
     if (!rc)
         rc = ops_check(ctx, name, OPS_LIST(dgamma, dbeta), 1);
     if (!rc)
+        rc = ops_check(ctx, name, OPS_LIST(x, dgamma, dbeta), 1);
+    if (!rc)
         rc = ln_check(ctx, name, x, gamma, NULL, mean, rstd, dx);
     if (!rc && dy->numel != x->numel)
         rc = ops_numel_mismatch(ctx, name, dy, x);
@@ -243,6 +283,12 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dx)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_layernorm_backward(ctx, x, gamma, mean, rstd, dy, dx, dgamma, dbeta)))
+            return rc;
+        goto record;
+    }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
     ops_buf b[6] = { { 0, 0 } };
@@ -283,6 +329,7 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
         ops_commit(dgamma, &b[4]);
     if (dbeta)
         ops_commit(dbeta, &b[5]);
+record:
     ops_record(ctx, name, dx->dtype, 14.0 * (double)x->numel,
                ops_bytes(OPS_LIST(x, gamma, mean, rstd, dy, dx, dgamma, dbeta)), w0, OPS_LIST(x, gamma, dy),
                OPS_LIST(dx, dgamma, dbeta));
@@ -319,6 +366,12 @@ int rl_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     if (x->numel != y->numel)
         return ops_numel_mismatch(ctx, name, x, y);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(y)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_softmax_forward(ctx, x, y)))
+            return rc;
+        goto record;
+    }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
     ops_buf b[2];
@@ -345,6 +398,7 @@ int rl_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     }
     ops_release(&b[0]);
     ops_commit(y, &b[1]);
+record:
     ops_record(ctx, name, y->dtype, 5.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
 }
@@ -361,6 +415,12 @@ int rl_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl
     if (y->numel != dx->numel)
         return ops_numel_mismatch(ctx, name, y, dx);
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dx)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_softmax_backward(ctx, y, dy, dx)))
+            return rc;
+        goto record;
+    }
     int64_t rows, n;
     ops_matrix_dims(y, &rows, &n);
     ops_buf b[3];
@@ -381,6 +441,7 @@ int rl_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl
     ops_release(&b[0]);
     ops_release(&b[1]);
     ops_commit(dx, &b[2]);
+record:
     ops_record(ctx, name, dx->dtype, 4.0 * (double)y->numel, ops_bytes(OPS_LIST(y, dy, dx)), w0, OPS_LIST(y, dy),
                OPS_LIST(dx));
     return 0;
@@ -427,6 +488,12 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(out)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_attention_forward(ctx, q, k, v, n_heads, probs, out)))
+            return rc;
+        goto record;
+    }
     ops_buf b[4];
     const float *Q = ops_in(q, &b[0]), *K = ops_in(k, &b[1]), *V = ops_in(v, &b[2]);
     float *O = ops_out(out, &b[3], 0);
@@ -464,6 +531,7 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
     free(scores);
     release_all(b, 3);
     ops_commit(out, &b[3]);
+record:
     /* Q·Kᵀ and P·V over the causal half (each 2·b·nh·(s²/2)·hd), softmax ≈ 5 per score. */
     double flops = 2.0 * B * S * S * H + 2.5 * B * n_heads * S * S;
     ops_record(ctx, name, out->dtype, flops, ops_bytes(OPS_LIST(q, k, v, probs, out)), w0, OPS_LIST(q, k, v),
@@ -486,6 +554,12 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dq)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_attention_backward(ctx, q, k, v, probs, dout, n_heads, dq, dk, dv)))
+            return rc;
+        goto record;
+    }
     ops_buf b[7];
     const float *Q = ops_in(q, &b[0]), *K = ops_in(k, &b[1]), *V = ops_in(v, &b[2]), *DO = ops_in(dout, &b[3]);
     float *DQ = ops_out(dq, &b[4], 0), *DK = ops_out(dk, &b[5], 0), *DV = ops_out(dv, &b[6], 0);
@@ -537,6 +611,7 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
     ops_commit(dq, &b[4]);
     ops_commit(dk, &b[5]);
     ops_commit(dv, &b[6]);
+record:
     double flops = 4.0 * B * S * S * H + 3.0 * B * n_heads * S * S;
     ops_record(ctx, name, dq->dtype, flops, ops_bytes(OPS_LIST(q, k, v, probs, dout, dq, dk, dv)), w0,
                OPS_LIST(q, k, v, probs, dout), OPS_LIST(dq, dk, dv));
@@ -574,6 +649,12 @@ int rl_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, in
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(out)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_embedding_forward(ctx, table, ids, accumulate, out)))
+            return rc;
+        goto record;
+    }
     int64_t n, h;
     ops_matrix_dims(out, &n, &h);
     ops_buf b[2];
@@ -588,6 +669,7 @@ int rl_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, in
             O[r * h + j] = (accumulate ? O[r * h + j] : 0.0f) + T[(int64_t)ids[r] * h + j];
     ops_release(&b[0]);
     ops_commit(out, &b[1]);
+record:
     ops_record(ctx, name, out->dtype, accumulate ? (double)out->numel : 0.0,
                (1.0 + accumulate) * rl_tensor_bytes(out) + (double)out->numel * rl_dtype_size(table->dtype), w0,
                OPS_LIST(table), OPS_LIST(out));
@@ -604,6 +686,12 @@ int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dtable)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_embedding_backward(ctx, ids, dout, dtable)))
+            return rc;
+        goto record;
+    }
     int64_t n, h;
     ops_matrix_dims(dout, &n, &h);
     ops_buf b[2];
@@ -618,6 +706,7 @@ int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl
             G[(int64_t)ids[r] * h + j] += D[r * h + j];
     ops_release(&b[0]);
     ops_commit(dtable, &b[1]);
+record:
     ops_record(ctx, name, dtable->dtype, (double)dout->numel, 3.0 * rl_tensor_bytes(dout), w0, OPS_LIST(dout),
                OPS_LIST(dtable));
     return 0;
@@ -656,6 +745,12 @@ int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dst)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_gather_rows(ctx, src, rows, scale, dst)))
+            return rc;
+        goto record;
+    }
     int64_t n, h;
     ops_matrix_dims(dst, &n, &h);
     ops_buf b[2];
@@ -672,6 +767,7 @@ int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const
     }
     ops_release(&b[0]);
     ops_commit(dst, &b[1]);
+record:
     ops_record(ctx, name, dst->dtype, scale ? (double)dst->numel : 0.0, 2.0 * rl_tensor_bytes(dst), w0,
                OPS_LIST(src), OPS_LIST(dst));
     return 0;
@@ -687,6 +783,12 @@ int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, 
     if (rc)
         return rc;
     double w0 = ops_wall(ctx);
+    if (ops_gpu(dst)) { /* GPU backend (issue 6) */
+        ops_gpu_begin(ctx, name);
+        if ((rc = rl_backend_scatter_add_rows(ctx, src, rows, scale, dst)))
+            return rc;
+        goto record;
+    }
     int64_t n, h;
     ops_matrix_dims(src, &n, &h);
     ops_buf b[2];
@@ -703,6 +805,7 @@ int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, 
     }
     ops_release(&b[0]);
     ops_commit(dst, &b[1]);
+record:
     ops_record(ctx, name, dst->dtype, 2.0 * (double)src->numel, 3.0 * rl_tensor_bytes(src), w0, OPS_LIST(src),
                OPS_LIST(dst));
     return 0;

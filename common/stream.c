@@ -16,7 +16,8 @@ double rl_wall_now(rl_ctx *ctx)
     return rl_mono_now() - ctx->world->t0;
 }
 
-double rl_stream_time(rl_ctx *ctx, rl_stream s)
+/* The virtual clock of stream s. */
+static double vclock(rl_ctx *ctx, rl_stream s)
 {
     if (s == RL_STREAM_COMM) {
         pthread_mutex_lock(&ctx->qmu);
@@ -27,9 +28,19 @@ double rl_stream_time(rl_ctx *ctx, rl_stream s)
     return ctx->clock[RL_STREAM_COMPUTE];
 }
 
+double rl_stream_time(rl_ctx *ctx, rl_stream s)
+{
+    if (ctx->gpu) { /* GPU backend (issue 6): the measured time, on the trace's clock */
+        double t = rl_backend_stream_now(ctx, s);
+        if (t >= 0)
+            return t;
+    }
+    return vclock(ctx, s);
+}
+
 rl_event rl_event_record(rl_ctx *ctx, rl_stream s)
 {
-    rl_event ev = { s, rl_stream_time(ctx, s) };
+    rl_event ev = { s, vclock(ctx, s) };
     return ev;
 }
 
@@ -62,7 +73,7 @@ void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char ph
 
 /* Advances the current stream by dur and records an event for it. */
 static void advance(rl_ctx *ctx, const char *name, rl_cat cat, double dur, double flops,
-                    double bytes, const char *shapes, double wall_start)
+                    double bytes, const char *shapes, double wall_start, int timer)
 {
     rl_stream s = ctx->cur;
     rl_trace_event e;
@@ -82,7 +93,10 @@ static void advance(rl_ctx *ctx, const char *name, rl_cat cat, double dur, doubl
     e.flops = flops;
     e.bytes = bytes;
     e.shapes = (char *)shapes;
-    rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
+    if (ctx->gpu) /* GPU backend (issue 6): the op's CUDA events give its measured span */
+        rl_backend_trace_timed(ctx, &e, ctx->tags, ctx->phase, timer);
+    else
+        rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
 }
 
 double rl_compute_record(rl_ctx *ctx, const char *name, rl_dtype dtype, double flops,
@@ -91,14 +105,19 @@ double rl_compute_record(rl_ctx *ctx, const char *name, rl_dtype dtype, double f
     if (!ctx)
         return 0.0;
     double dur = rl_op_time(ctx->world->hw, dtype, flops, bytes);
-    advance(ctx, name, RL_CAT_COMPUTE, dur, flops, bytes, shapes, wall_start);
+    int timer = ctx->gpu ? rl_backend_op_end(ctx) : -1; /* GPU backend (issue 6): closes the op's range */
+    advance(ctx, name, RL_CAT_COMPUTE, dur, flops, bytes, shapes, wall_start, timer);
     return dur;
 }
 
 void rl_compute_delay(rl_ctx *ctx, const char *name, double seconds)
 {
-    if (seconds > 0)
-        advance(ctx, name, RL_CAT_COMPUTE, seconds, 0, 0, NULL, rl_wall_now(ctx));
+    if (seconds <= 0)
+        return;
+    double w0 = rl_wall_now(ctx);
+    /* GPU backend (issue 6): the delay is real there (the host sleeps, the stream idles) */
+    int timer = ctx->gpu ? rl_backend_delay(ctx, name, seconds) : -1;
+    advance(ctx, name, RL_CAT_COMPUTE, seconds, 0, 0, NULL, w0, timer);
 }
 
 void rl_set_tag(rl_ctx *ctx, rl_tag tag, int value)
@@ -113,7 +132,8 @@ void rl_step_begin(rl_ctx *ctx, int step)
 {
     ctx->step = step;
     ctx->tags[RL_TAG_STEP] = step;
-    ctx->step_vstart = ctx->clock[RL_STREAM_COMPUTE];
+    ctx->step_vstart = ctx->gpu ? rl_stream_time(ctx, RL_STREAM_COMPUTE) /* GPU (issue 6): measured */
+                                : ctx->clock[RL_STREAM_COMPUTE];
     const rl_opts *o = &ctx->world->opts;
     for (int i = 0; i < o->nfaults; i++)
         if (o->faults[i].kind == RL_FAULT_STRAGGLER && o->faults[i].rank == ctx->rank) {
@@ -126,14 +146,16 @@ void rl_step_begin(rl_ctx *ctx, int step)
 
 double rl_step_end(rl_ctx *ctx)
 {
-    double d = ctx->clock[RL_STREAM_COMPUTE] - ctx->step_vstart;
+    if (ctx->gpu) /* GPU backend (issue 6): the step's CUDA events into its trace events */
+        rl_backend_timeline_resolve(ctx);
+    double d = rl_stream_time(ctx, RL_STREAM_COMPUTE) - ctx->step_vstart;
     rl_mem_sample_now(ctx);
     return d;
 }
 
 void rl_mem_sample_now(rl_ctx *ctx)
 {
-    rl_mem_sample m = { .rank = ctx->rank, .vtime = ctx->clock[RL_STREAM_COMPUTE] };
+    rl_mem_sample m = { .rank = ctx->rank, .vtime = rl_stream_time(ctx, RL_STREAM_COMPUTE) };
     memcpy(m.current, ctx->mem.current, sizeof m.current);
     pthread_mutex_lock(&ctx->trace_mu);
     rl_trace_add_mem(ctx->trace, &m);

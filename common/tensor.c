@@ -369,7 +369,9 @@ int rl_tensor_copy(rl_tensor *dst, const rl_tensor *src)
                         "copy: '%s' has %lld elements but '%s' has %lld", dst ? dst->name : "?",
                         dst ? (long long)dst->numel : 0LL, src ? src->name : "?",
                         src ? (long long)src->numel : 0LL);
-    if (on_gpu(dst) || on_gpu(src)) { /* GPU backend hook (issue 6): through host f32 */
+    if (on_gpu(dst) || on_gpu(src)) { /* GPU backend hook (issue 6): on the device, else through host f32 */
+        if (((on_gpu(dst) && on_gpu(src)) || dst->dtype == src->dtype) && rl_backend_tensor_copy(dst, src) == 0)
+            return 0;
         float *h = dev_to_host_f32(src);
         int rc = h ? rl_tensor_from_f32(dst, h, src->numel) : RL_ERR_NOMEM;
         free(h);
@@ -388,6 +390,8 @@ int rl_tensor_copy(rl_tensor *dst, const rl_tensor *src)
 void rl_tensor_fill(rl_tensor *t, float v)
 {
     if (!t)
+        return;
+    if (on_gpu(t) && rl_backend_tensor_fill(t, v) == 0) /* GPU backend hook (issue 6): a fill kernel */
         return;
     if (on_gpu(t)) { /* GPU backend hook (issue 6): through host f32 */
         float *h = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof(float));
