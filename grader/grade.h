@@ -71,4 +71,20 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
 /* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
 int rl_grade_check_choice(const char *path, const char *key, char expected, char *msg, size_t size);
 
+/* In a test: the answer to key must be the number expected (relative tolerance tol). */
+#define CHECK_NUM(key, expected, tol)                                                          \
+    do {                                                                                       \
+        char msg_[512];                                                                        \
+        ck_assert_msg(rl_grade_check_number(rl_grade_answers_path(), key, expected, tol, msg_, \
+                                            sizeof msg_), "%s", msg_);                         \
+    } while (0)
+
+/* In a test: the answer to key must be the letter given. */
+#define CHECK_CHOICE(key, letter)                                                                    \
+    do {                                                                                             \
+        char msg_[512];                                                                              \
+        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, letter, msg_, sizeof msg_), \
+                      "%s", msg_);                                                                   \
+    } while (0)
+
 #endif

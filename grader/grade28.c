@@ -997,20 +997,6 @@ END_TEST
 
 /* ------------------------------------------------------------------ answers file */
 
-#define CHECK_NUM(key, expected, tol)                                                             \
-    do {                                                                                          \
-        char msg_[512];                                                                           \
-        ck_assert_msg(rl_grade_check_number(rl_grade_answers_path(), key, expected, tol, msg_,    \
-                                            sizeof msg_), "%s", msg_);                            \
-    } while (0)
-
-#define CHECK_CHOICE(key, letter)                                                                 \
-    do {                                                                                          \
-        char msg_[512];                                                                           \
-        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, letter, msg_, sizeof msg_), \
-                      "%s", msg_);                                                                \
-    } while (0)
-
 /* H1: N = 4, Ψ = 4 MB: bytes per GPU in reduce-scatter and in the whole all-reduce (MB). */
 START_TEST(t_ans_traffic)
 {

@@ -824,20 +824,6 @@ END_TEST
 
 /* ------------------------------------------------------------------ answers file */
 
-#define CHECK_NUM(key, expected, tol)                                                             \
-    do {                                                                                          \
-        char msg_[512];                                                                           \
-        ck_assert_msg(rl_grade_check_number(rl_grade_answers_path(), key, expected, tol, msg_,    \
-                                            sizeof msg_), "%s", msg_);                            \
-    } while (0)
-
-#define CHECK_CHOICE(key, letter)                                                                 \
-    do {                                                                                          \
-        char msg_[512];                                                                           \
-        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, letter, msg_, sizeof msg_), \
-                      "%s", msg_);                                                                \
-    } while (0)
-
 static rl_calc_zero_out zero_calc(double psi, int n)
 {
     rl_calc_zero_in in = { psi, n, 12, 0, 2 };
