@@ -218,8 +218,10 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         if (cell)
             cell->style.attr |= RL_ATTR_REVERSE;
     }
-    if (s->lane_top + nvis < nl)
+    if (s->lane_top + nvis < nl) { /* the last row's label says how many lanes are below */
+        rl_canvas_fill(c, 0, y - 1, lw, 1, RL_G_SPACE, RL_TUI_DIM);
         rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nl - s->lane_top - nvis);
+    }
 
     rl_canvas_put(c, plot_x + cc, y, RL_G_UP, RL_TUI_HILITE);
     rl_tui_fmt_time(tc, a, sizeof a);
