@@ -660,10 +660,29 @@ void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len)
                   : "this rank runs on the sim backend (no GPU state); device tensors need --backend cuda");
 }
 
+/* Writes one measured span into the rank's trace (called by the resolver). */
+static void put_span(void *arg, int64_t index, double start, double end)
+{
+    rl_ctx *ctx = arg;
+    pthread_mutex_lock(&ctx->trace_mu);
+    if (index >= 0 && (size_t)index < ctx->trace->n) {
+        ctx->trace->ev[index].vstart = start;
+        ctx->trace->ev[index].vend = end;
+    }
+    pthread_mutex_unlock(&ctx->trace_mu);
+}
+
+/* Trace events waiting for their timers before the rank resolves them on its own (a run
+ * without rl_step_end would otherwise hold every CUDA event until its end). */
+#define RL_TIMELINE_BATCH 8192
+
 void rl_backend_op_begin(rl_ctx *ctx, const char *name)
 {
-    if (ctx && ctx->gpu)
-        rl_cuda_op_begin(ctx->gpu, name);
+    if (!ctx || !ctx->gpu)
+        return;
+    if (rl_cuda_timeline_pending(ctx->gpu) >= RL_TIMELINE_BATCH)
+        rl_cuda_timeline_resolve(ctx->gpu, put_span, ctx);
+    rl_cuda_op_begin(ctx->gpu, name);
 }
 
 int rl_backend_op_end(rl_ctx *ctx) { return ctx && ctx->gpu ? rl_cuda_op_end(ctx->gpu) : -1; }
@@ -699,18 +718,6 @@ void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, cha
     pthread_mutex_unlock(&ctx->trace_mu);
     if (!ok || rl_cuda_timer_attach(ctx->gpu, timer, index))
         rl_cuda_timer_drop(ctx->gpu, timer);
-}
-
-/* Writes one measured span into the rank's trace (called by the resolver). */
-static void put_span(void *arg, int64_t index, double start, double end)
-{
-    rl_ctx *ctx = arg;
-    pthread_mutex_lock(&ctx->trace_mu);
-    if (index >= 0 && (size_t)index < ctx->trace->n) {
-        ctx->trace->ev[index].vstart = start;
-        ctx->trace->ev[index].vend = end;
-    }
-    pthread_mutex_unlock(&ctx->trace_mu);
 }
 
 void rl_backend_timeline_resolve(rl_ctx *ctx)

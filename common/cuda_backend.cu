@@ -549,6 +549,16 @@ extern "C" int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, i
     return done;
 }
 
+extern "C" int rl_cuda_timeline_pending(rl_cuda_rank *r)
+{
+    if (!r->tmu_ok)
+        return 0;
+    pthread_mutex_lock(&r->tmu);
+    int n = r->natt;
+    pthread_mutex_unlock(&r->tmu);
+    return n;
+}
+
 extern "C" double rl_cuda_stream_now(rl_cuda_rank *r, int which)
 {
     cudaEvent_t ev;

@@ -177,6 +177,8 @@ void rl_cuda_timer_drop(rl_cuda_rank *r, int id);
  * returns how many were resolved, or -1. */
 int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, int64_t index, double start_s, double end_s),
                              void *arg);
+/* How many trace events wait for their timers. */
+int rl_cuda_timeline_pending(rl_cuda_rank *r);
 /* When stream which finishes the work queued so far (waits for it), on the run's clock; -1 on error. */
 double rl_cuda_stream_now(rl_cuda_rank *r, int which);
 /* An op's bracket on the compute stream: begin pushes an NVTX range and starts a timer; end

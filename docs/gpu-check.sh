@@ -1,26 +1,50 @@
 #!/usr/bin/env bash
-# gpu-check.sh — `make gpu-check`: on a machine with an NVIDIA GPU, build ringlab with the
-# GPU backend and print a short table: every GPU kernel vs the CPU reference, GEMM TFLOP/s,
-# `bench` on the device-memory transport (and on NCCL with >= 2 GPUs) in nccl-tests format,
-# and lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
-# the same seed. Paste the output into docs/gpu-runs.md with the date and the machine.
-# Each step has a time limit; a failed step prints a line and the check goes on.
+# gpu-check.sh — `make gpu-check`: on a machine with an NVIDIA GPU, build what the check needs
+# (GPU code for this GPU's architecture only) and print one table:
+#   1. every op of ops.h on the GPU against the CPU reference (build/gpu_check: max relative
+#      error, tolerance, PASS/FAIL), measured trace times, the device transport's reduction;
+#   2. GEMM TFLOP/s (bf16, f32) against the hardware profile's peak;
+#   3. `bench all_reduce` on the device-memory transport, 4 ranks on GPU 0 (nccl-tests
+#      format; every #wrong must be 0), and on NCCL with one rank per GPU when there are >= 2;
+#   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
+#      the same seed: final loss within a relative tolerance, and the overlap figure of the
+#      real (CUDA-event) timeline.
+# Every step has a time limit (STEP_LIMIT, default 240 s; the whole check is meant to take
+# under 8 minutes on one H200, build included) and a failed step prints a line and the check
+# goes on. With $OUT set, the summary table goes to $OUT/gpu-check.txt and the full output to
+# $OUT/gpu-check.log. Paste the output into docs/gpu-runs.md with the date and the machine.
 set -u
 cd "$(dirname "$0")/.."
-STEP_LIMIT=${STEP_LIMIT:-300}
+STEP_LIMIT=${STEP_LIMIT:-240}
+LOSS_TOL=${LOSS_TOL:-1e-2}
+LOG=$(mktemp /tmp/ringlab-gpu-check.XXXXXX)
+SUMMARY=$(mktemp /tmp/ringlab-gpu-summary.XXXXXX)
 status=0
 say() { printf '\n### %s\n' "$*"; }
-run() { timeout "$STEP_LIMIT" "$@"; local rc=$?; [ $rc -eq 0 ] || { echo "(exit status $rc: $*)"; status=1; }; return $rc; }
+# run LIMIT CMD...: a step with a time limit (killed 10 s after it), its status noted
+run() {
+  local lim=$1; shift
+  timeout -k 10 "$lim" "$@"; local rc=$?
+  [ $rc -eq 0 ] || { [ $rc -eq 124 ] && echo "(timed out after ${lim}s: $*)" || echo "(exit status $rc: $*)"; status=1; }
+  return $rc
+}
+result() { printf '| %-44s | %-58s | %-4s |\n' "$1" "$2" "$3" >>"$SUMMARY"; [ "$3" = PASS ] || [ "$3" = "-" ] || status=1; }
 
+main() {
 say "machine"
 date -u '+%Y-%m-%d %H:%M UTC'
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>/dev/null \
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv,noheader 2>/dev/null \
   || echo "nvidia-smi not found"
-command -v nvcc >/dev/null && nvcc --version | tail -1 || { echo "nvcc not found: install the CUDA toolkit"; exit 2; }
+command -v nvcc >/dev/null && nvcc --version | tail -1 || { echo "nvcc not found: install the CUDA toolkit"; return 2; }
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+ngpus=${ngpus:-0}
+echo "GPUs: $ngpus"
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+case "$cc" in ''|*[!0-9]*) cc=90 ;; esac
 
 # NCCL: the toolkit's, else the Python wheel's (nvidia-nccl-cu12 / nvidia-nccl-cu13).
 nccl_home=""
-if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h >/dev/null 2>&1; then
+if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h 2>/dev/null | grep -q .; then
   for py in python3 python; do
     command -v $py >/dev/null || continue
     for site in $($py -c 'import site,sys; print(" ".join(site.getsitepackages()+[site.getusersitepackages()]))' 2>/dev/null); do
@@ -30,46 +54,96 @@ if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nc
   [ -n "$nccl_home" ] && echo "NCCL from the Python wheel: $nccl_home" || echo "NCCL not found: only the device-memory transport"
 fi
 
-say "build"
-jobs=$(nproc 2>/dev/null || echo 4)
-if ! run make -j"$jobs" ${nccl_home:+NCCL_HOME=$nccl_home} all build/gpu_check >/tmp/ringlab-gpu-build.log 2>&1; then
-  tail -30 /tmp/ringlab-gpu-build.log; exit 1
+say "build (GPU code for sm_$cc only)"
+lab=$(ls -d labs/28_* 2>/dev/null | head -1); lab=${lab#labs/}
+targets="build/ringlab build/gpu_check ${lab:+build/solutions/$lab/run}"
+jobs=$(nproc 2>/dev/null || echo 8)
+if ! run 300 make -j"$jobs" ${nccl_home:+NCCL_HOME=$nccl_home} CUDA_ARCH="-gencode arch=compute_$cc,code=sm_$cc" \
+     CUDA_ARCH_NAME="sm_$cc" banner $targets >/tmp/ringlab-gpu-build.log 2>&1; then
+  tail -30 /tmp/ringlab-gpu-build.log
+  echo "the build failed (log above)"; result "build" "make $targets" FAIL; return 1
 fi
 grep -E '✓|✗' /tmp/ringlab-gpu-build.log | head -10
-ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
-echo "GPUs: $ngpus"
+result "build (sm_$cc)" "make $targets" PASS
 
-say "ops on the GPU vs the CPU reference; GEMM"
-timeout "$STEP_LIMIT" build/gpu_check; rc=$?
-if [ $rc -eq 2 ]; then
-  echo "gpu-check: no usable GPU on this machine; it needs an NVIDIA GPU and driver (see README, GPUs)"; exit 2
+say "ops on the GPU vs the CPU reference; trace times; GEMM"
+run "$STEP_LIMIT" build/gpu_check | tee /tmp/ringlab-gpu-ops.log; rc=${PIPESTATUS[0]}
+if [ "$rc" -eq 2 ]; then
+  echo "gpu-check: no usable GPU on this machine; it needs an NVIDIA GPU and driver (see README, GPUs)"; return 2
 fi
-[ $rc -eq 0 ] || status=1
+nrows=$(grep -cE '^\| .* \| (PASS|FAIL) \|$' /tmp/ringlab-gpu-ops.log)
+nfail=$(grep -cE '^\| .* \| FAIL \|$' /tmp/ringlab-gpu-ops.log)
+result "ops vs CPU (build/gpu_check)" "$nrows checks, $nfail failed (table above)" "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)"
+grep -E '^\| (bf16|f32) [0-9]+\^3' /tmp/ringlab-gpu-ops.log | while IFS='|' read -r _ what tf pct _; do
+  result "GEMM $(echo $what)" "$(echo $tf) TFLOP/s ($(echo $pct))" "-"
+done
 
-say "bench: device-memory transport (4 ranks on GPU 0; NCCL not used)"
-CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 run build/ringlab bench all_reduce --backend cuda --ranks 4 -b 8 -e 4M -f 8 -n 5 -w 2
+say "bench all_reduce: device-memory transport (4 ranks on GPU 0; NCCL not used)"
+CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 run "$STEP_LIMIT" build/ringlab bench all_reduce --backend cuda --ranks 4 \
+  -b 8 -e 16M -f 4 -n 5 -w 2 | tee /tmp/ringlab-gpu-bench.log; rc=${PIPESTATUS[0]}
+bench_row() { # $1 label, $2 log, $3 rc
+  local wrong oob bw
+  wrong=$(awk '!/^#/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$2")
+  oob=$(sed -n 's/^# Out of bounds values : \([0-9]*\).*/\1/p' "$2" | tail -1)
+  bw=$(sed -n 's/^# Avg bus bandwidth *: *\([0-9.]*\).*/\1/p' "$2" | tail -1)
+  result "$1" "#wrong $wrong, out of bounds ${oob:-?}, avg busbw ${bw:-?} GB/s" \
+    "$([ "$3" -eq 0 ] && [ "$wrong" = 0 ] && [ "${oob:-x}" = 0 ] && echo PASS || echo FAIL)"
+}
+bench_row "bench all_reduce, device transport, 4 ranks" /tmp/ringlab-gpu-bench.log "$rc"
 if [ "$ngpus" -ge 2 ]; then
-  say "bench: NCCL, one GPU per rank ($ngpus ranks)"
-  run build/ringlab bench all_reduce --backend cuda --ranks "$ngpus" -b 8 -e 4M -f 8 -n 5 -w 2
-  run build/ringlab bench all_gather --backend cuda --ranks "$ngpus" -b 8 -e 4M -f 8 -n 5 -w 2
+  say "bench all_reduce: NCCL, one GPU per rank ($ngpus ranks)"
+  run "$STEP_LIMIT" build/ringlab bench all_reduce --backend cuda --ranks "$ngpus" -b 8 -e 16M -f 4 -n 5 -w 2 \
+    | tee /tmp/ringlab-gpu-nccl.log; rc=${PIPESTATUS[0]}
+  bench_row "bench all_reduce, NCCL, $ngpus ranks" /tmp/ringlab-gpu-nccl.log "$rc"
 else
   echo "(one GPU: the NCCL bench needs >= 2 GPUs; skipped)"
+  result "bench all_reduce, NCCL" "skipped: one GPU (NCCL needs one GPU per rank)" "-"
 fi
 
 say "lab 28 (reference solution), --backend cuda vs sim, same seed"
-lab=$(ls -d labs/28_* 2>/dev/null | head -1)
 if [ -z "$lab" ]; then
   echo "(lab 28 does not exist in this tree yet: skipped)"
+  result "lab 28" "skipped: not in this tree" "-"
 else
   for ranks in 1 4; do
     for be in sim cuda; do
       echo "-- $ranks rank(s), --backend $be"
-      run make -s run LAB=28 SOLUTION=1 RANKS=$ranks ARGS="--backend $be --seed 1" >/tmp/ringlab-lab28.log 2>&1
-      tail -6 /tmp/ringlab-lab28.log
+      run "$STEP_LIMIT" build/solutions/$lab/run --ranks $ranks --backend $be --seed 1 >/tmp/ringlab-lab28-$be.log 2>&1
+      eval "rc_$be=\$?"
+      grep -E '^(Loss|Machine step|ringlab:)|overlap:' /tmp/ringlab-lab28-$be.log
+      eval "loss_$be=\$(sed -n 's/^Loss .*, \([0-9.eE+-]*\) after step.*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
+      eval "ovl_$be=\$(sed -n 's/.*overlap: \([0-9]*%\).*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
     done
+    verdict=$(awk -v a="${loss_cuda:-x}" -v b="${loss_sim:-y}" -v t="$LOSS_TOL" 'BEGIN {
+      if (a == "x" || b == "y" || b + 0 == 0) { print "FAIL -"; exit }
+      d = (a - b) / b; if (d < 0) d = -d; printf "%s %.2e\n", (d <= t ? "PASS" : "FAIL"), d }')
+    result "lab 28, $ranks rank(s): final loss cuda vs sim" \
+      "cuda ${loss_cuda:-none} sim ${loss_sim:-none} rel ${verdict#* } (tol $LOSS_TOL)" \
+      "$([ "${rc_cuda:-1}" -eq 0 ] && [ "${rc_sim:-1}" -eq 0 ] && echo "${verdict%% *}" || echo FAIL)"
+    result "lab 28, $ranks rank(s): overlap (comm hidden)" "cuda ${ovl_cuda:-none} (measured), sim ${ovl_sim:-none} (modelled)" "-"
   done
 fi
+return $status
+}
 
-say "result"
-[ $status -eq 0 ] && echo "gpu-check: every step ran" || echo "gpu-check: some steps failed (see above)"
+main 2>&1 | tee "$LOG"
+mrc=${PIPESTATUS[0]}
+[ "$mrc" -eq 0 ] || status=$mrc
+grep -q '| FAIL |' "$SUMMARY" && status=1
+{
+  echo
+  echo "## make gpu-check summary ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+  echo
+  printf '| %-44s | %-58s | %-4s |\n' "check" "result" ""
+  echo "|----------------------------------------------|------------------------------------------------------------|------|"
+  cat "$SUMMARY"
+  echo
+  [ $status -eq 0 ] && echo "gpu-check: every check passed" || echo "gpu-check: some checks failed or did not run (see above)"
+} | tee -a "$LOG"
+if [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
+  sed -n '/^## make gpu-check summary/,$p' "$LOG" >"$OUT/gpu-check.txt"
+  cp "$LOG" "$OUT/gpu-check.log"
+  cp /tmp/ringlab-gpu-build.log "$OUT/build.log" 2>/dev/null
+fi
+rm -f "$SUMMARY" "$LOG"
 exit $status
