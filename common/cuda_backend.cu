@@ -528,6 +528,11 @@ extern "C" int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, i
         pthread_mutex_lock(&r->tmu); /* the pool may grow (realloc) under the comm worker */
         cudaEvent_t e0 = r->timers[a[i].timer].ev[0], e1 = r->timers[a[i].timer].ev[1];
         int stopped = r->timers[a[i].timer].stopped;
+        if (!stopped && r->natt < r->capatt) { /* still running (a call in flight): keep it for later */
+            r->att[r->natt++] = a[i];
+            pthread_mutex_unlock(&r->tmu);
+            continue;
+        }
         pthread_mutex_unlock(&r->tmu);
         double s = event_time(r, e0);
         float dur = 0;

@@ -106,6 +106,10 @@ double rl_compute_record(rl_ctx *ctx, const char *name, rl_dtype dtype, double f
         return 0.0;
     double dur = rl_op_time(ctx->world->hw, dtype, flops, bytes);
     int timer = ctx->gpu ? rl_backend_op_end(ctx) : -1; /* GPU backend (issue 6): closes the op's range */
+    if (ctx->gpu && timer < 0) { /* a cost recorded without a device op: a point on the measured timeline */
+        timer = rl_backend_timer_start(ctx, RL_STREAM_COMPUTE);
+        rl_backend_timer_stop(ctx, RL_STREAM_COMPUTE, timer);
+    }
     advance(ctx, name, RL_CAT_COMPUTE, dur, flops, bytes, shapes, wall_start, timer);
     return dur;
 }
