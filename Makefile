@@ -13,7 +13,8 @@ CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -
 
 # ---------------------------------------------------------------- what this machine has
 pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
-HAVE_JANSSON  := $(call pc,jansson)
+# jansson: through pkg-config, or its header where pkg-config is missing (a bare GPU image)
+HAVE_JANSSON  := $(or $(call pc,jansson),$(if $(wildcard /usr/include/jansson.h),1,))
 HAVE_CHECK    := $(call pc,check)
 HAVE_NCURSES  := $(call pc,ncursesw)
 HAVE_OPENBLAS := $(call pc,openblas)
@@ -26,7 +27,7 @@ HAVE_TMUX     := $(shell command -v tmux >/dev/null 2>&1 && echo 1)
 CFLAGS := $(CFLAGS_COMMON)
 LDLIBS := -lm -pthread
 ifeq ($(HAVE_JANSSON),1)
-  LDLIBS += $(shell pkg-config --libs jansson)
+  LDLIBS += $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
 endif
 ifeq ($(HAVE_OPENBLAS),1)
   CFLAGS += -DRL_HAVE_OPENBLAS $(shell pkg-config --cflags-only-I openblas)

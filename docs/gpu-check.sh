@@ -54,6 +54,21 @@ if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nc
   [ -n "$nccl_home" ] && echo "NCCL from the Python wheel: $nccl_home" || echo "NCCL not found: only the device-memory transport"
 fi
 
+# The GPU machine has no network: the JSON library comes as Debian packages carried in
+# .gpu-deps/ (made on the development machine; see docs/gpu-runs.md).
+if [ ! -f /usr/include/jansson.h ]; then
+  if ls .gpu-deps/*.deb >/dev/null 2>&1; then
+    for f in .gpu-deps/*.deb; do dpkg -x "$f" /; done
+    ldconfig 2>/dev/null
+    echo "jansson unpacked from .gpu-deps/"
+  else
+    echo "jansson (the JSON library) is missing and this machine has no network. On the development"
+    echo "machine: mkdir -p .gpu-deps && (cd .gpu-deps && apt-get download libjansson4 libjansson-dev),"
+    echo "then carry .gpu-deps with the run."
+    result "dependencies" "jansson missing (carry .gpu-deps)" FAIL; return 2
+  fi
+fi
+
 say "build (GPU code for sm_$cc only)"
 lab=$(ls -d labs/28_* 2>/dev/null | head -1); lab=${lab#labs/}
 targets="build/ringlab build/gpu_check ${lab:+build/solutions/$lab/run}"
