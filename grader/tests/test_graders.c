@@ -129,14 +129,6 @@ static const planted_bug bugs31[] = {
     { "few_microbatches_unflagged", "31.5", { "warnings: TP across nodes, m < 4p, out of memory", NULL } },
 };
 
-static const planted_bug bugs31[] = {
-    { "dp_innermost", "31.1", { "3D layouts = mesh.h (coords, groups, nodes)", NULL } },
-    { "zero1_gather_wrong_group", "31.2", { "dp2 x pp2 x tp2 = one-rank run after 3 steps", NULL } },
-    { "no_capacity", "31.3", { "dropped tokens follow the capacity rule", NULL } },
-    { "blame_waiting_rank", "31.4", { "hidden hang scenarios: culprit rank and seq", NULL } },
-    { "few_microbatches_unflagged", "31.5", { "warnings: TP across nodes, m < 4p, out of memory", NULL } },
-};
-
 #define NBUGS(b) ((int)(sizeof b / sizeof b[0]))
 static const lab_case lab_cases[] = {
     { "28", "28_ddp", "lab28", "step 28.1 (ring all-reduce) is not implemented yet — see labs/28_ddp/README.md", bugs28,
@@ -146,8 +138,6 @@ static const lab_case lab_cases[] = {
     { "30", "30_tp_pp_sp_cp", "lab30",
       "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md", bugs30,
       NBUGS(bugs30) },
-    { "31", "31_3d_moe_debug", "lab31", "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md",
-      bugs31, NBUGS(bugs31) },
     { "31", "31_3d_moe_debug", "lab31", "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md",
       bugs31, NBUGS(bugs31) },
 };
