@@ -120,6 +120,26 @@ START_TEST(t_mesh_bad)
 }
 END_TEST
 
+START_TEST(t_mesh_warning)
+{
+    const rl_hw *hw = rl_hw_find("h100-2node-ib");
+    mesh_layout *L = calloc(1, sizeof *L);
+    char err[256] = "";
+    rl_mesh_shape s = { 1, 1, 16, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP };
+    int rc = mesh_layout_make(&s, 16, hw, L, err, sizeof err);
+    ck_assert_msg(rc == 0, "mesh_layout_make(tp=16 on 16 ranks) returned %d: %s", rc, err);
+    ck_assert_msg(L->tp_crosses_node && strlen(L->warning) > 10 && L->node[15] == 1,
+                  "tp=16 on two nodes of 8 GPUs: tp_crosses_node = %d, warning '%s', rank 15 on node %d; the TP group "
+                  "spans nodes 0 and 1 and must be warned about", L->tp_crosses_node, L->warning, L->node[15]);
+    rl_mesh_shape s2 = { 2, 1, 8, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP };
+    rc = mesh_layout_make(&s2, 16, hw, L, err, sizeof err);
+    ck_assert_msg(rc == 0 && !L->tp_crosses_node && !L->warning[0],
+                  "dp=2 x tp=8 on two nodes of 8: every TP group is one node; no warning expected (got %d, '%s')",
+                  L->tp_crosses_node, L->warning);
+    free(L);
+}
+END_TEST
+
 typedef struct comms_case {
     mesh_layout *lay;
     int members[LAB31_MAX_RANKS][MESH_NDIMS][LAB31_MAX_RANKS];
@@ -893,6 +913,7 @@ static const rl_grade_test tests31[] = {
     { "31.1", "3D layouts = mesh.h (coords, groups, nodes)", 6, 20, &t_mesh_3d },
     { "31.1", "CP, EP and both rank orders", 4, 20, &t_mesh_cp_ep_order },
     { "31.1", "invalid shapes refused with a message", 2, 10, &t_mesh_bad },
+    { "31.1", "TP group across nodes: warning", 2, 10, &t_mesh_warning },
     { "31.1", "communicators from rl_comm_split", 5, 20, &t_mesh_comms },
     { "31.2", "dp2 x pp2 x tp2 = one-rank run after 3 steps", 10, 30, &t_3d_full },
     { "31.2", "other shapes (pp only, dp x tp, 2x4x2)", 6, 40, &t_3d_shapes },
