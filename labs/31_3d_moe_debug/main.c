@@ -90,6 +90,10 @@ static int part_mesh(const args *a)
     if (o.tui && !o.tui_view[0])
         snprintf(o.tui_view, sizeof o.tui_view, "mesh");
     rc = o.tui ? rl_tui_run_live(&o, mesh_rank, &mr, &tr) : rl_launch(&o, mesh_rank, &mr, &tr);
+    if (rc == RL_ERR_UNSUPPORTED && o.tui) { /* no terminal for --tui: the runtime said so */
+        free(L);
+        return RL_EXIT_USAGE;
+    }
     if (!rc && !o.tui && tr) {
         char e2[128];
         printf("\nMesh view (groups highlighted; --tui to explore it live):\n");
@@ -164,6 +168,10 @@ static int part_3d(const args *a)
     rl_trace *tr = NULL;
     rl_opts o = a->opts;
     int rc = o.tui ? rl_tui_run_live(&o, td_rank_fn, t, &tr) : rl_launch(&o, td_rank_fn, t, &tr);
+    if (rc == RL_ERR_UNSUPPORTED && o.tui) {
+        free(t);
+        return RL_EXIT_USAGE;
+    }
     if (!rc)
         for (int s = 0; s < t->steps; s++)
             printf("step %3d  loss %.5f\n", s, t->loss[s]);
