@@ -47,7 +47,10 @@ typedef int (*rl_rank_fn)(rl_ctx *ctx, void *arg);
 /* Runs fn on opts->ranks ranks. Returns 0 when every rank returned 0; otherwise the first
  * error (RL_ERR_HANG after the watchdog fired, RL_ERR_MISMATCH ...), with the report
  * already printed to stderr. If out_trace is not NULL it receives the merged trace
- * (caller frees it with rl_trace_free). */
+ * (caller frees it with rl_trace_free).
+ * When a run fails, the ranks still inside a communicator call end their thread there: what
+ * they allocated with rl_tensor_new is freed with the run, but memory from malloc is not —
+ * hold per-rank buffers in tensors where a run may be stopped (fault-injection labs). */
 int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace);
 /* A launch in progress (for the live TUI): start it, take snapshots, finish it. */
 typedef struct rl_run rl_run;
