@@ -18,16 +18,21 @@ void rl_opts_init(rl_opts *o)
     o->timeout_s = 30.0;
 }
 
-void rl_opts_usage(FILE *f)
+void rl_opts_usage(FILE *f, const rl_opts *defaults)
 {
+    rl_opts d;
+    rl_opts_init(&d);
+    if (defaults)
+        d = *defaults;
     int n;
     const rl_hw *hw = rl_hw_profiles(&n);
     fprintf(f,
             "Common options:\n"
-            "  --ranks N          number of ranks (default 4)\n"
+            "  --ranks N          number of ranks (default %d)\n"
             "  --backend B        sim (ranks are threads, modelled time; default), cuda (real GPUs),\n"
             "                     auto (cuda if a GPU is found, else sim)\n"
-            "  --hw PROFILE       hardware the sim backend models (default h100-nvlink):\n");
+            "  --hw PROFILE       hardware the sim backend models (default %s):\n",
+            d.ranks, d.hw ? d.hw->name : rl_hw_default()->name);
     for (int i = 0; i < n; i++)
         fprintf(f, "                       %-14s %s\n", hw[i].name, hw[i].summary);
     fprintf(f,
@@ -35,12 +40,12 @@ void rl_opts_usage(FILE *f)
             "  --trace-wall       also write wall-clock times into the trace (then it differs run to run)\n"
             "  --tui[=VIEW]       show the run live in the terminal UI, opening on VIEW (timeline,\n"
             "                     pipeline, shapes, memory or mesh)\n"
-            "  --seed N           random seed (default 1)\n"
-            "  --timeout S        watchdog: a collective not done after S seconds ends the run (default 30)\n"
+            "  --seed N           random seed (default %llu)\n"
+            "  --timeout S        watchdog: a collective not done after S seconds ends the run (default %g)\n"
             "  --fault SPEC       inject a fault (repeatable):\n%s"
             "  --quiet            no launcher messages\n"
             "  --help             this help\n",
-            rl_fault_help());
+            (unsigned long long)d.seed, d.timeout_s, rl_fault_help());
 }
 
 /* Value of option argv[*i] ("--x V" or "--x=V"); advances *i past a separate value. */

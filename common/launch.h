@@ -38,8 +38,8 @@ void rl_opts_init(rl_opts *o);
 /* Consumes the common options from argv (argc updated, the rest kept in order for the
  * caller). Returns 0, or -1 with a one-line message in err for a bad option or value. */
 int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen);
-/* Prints the common options' help. */
-void rl_opts_usage(FILE *f);
+/* Prints the common options' help with the program's defaults (NULL: rl_opts_init's). */
+void rl_opts_usage(FILE *f, const rl_opts *defaults);
 
 /* The function every rank runs. Its return value is the rank's status (0 = ok). */
 typedef int (*rl_rank_fn)(rl_ctx *ctx, void *arg);

@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "output, for all_to_all one rank's buffer. algbw = size / time; busbw = algbw x 2(n-1)/n\n"
             "(all_reduce), (n-1)/n (reduce_scatter, all_gather, all_to_all), 1 (others); GB/s = 1e9 B/s.\n"
             "The first table is modelled time on --hw; the second is wall time on this machine.\n\n");
-    rl_opts_usage(f);
+    rl_opts_usage(f, NULL);
 }
 
 static int parse_size(const char *s, int64_t *out)

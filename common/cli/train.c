@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "  --batch     samples per step (default 32; transformer 16)\n"
             "  --every     print every K steps (default steps/10)\n"
             "  --bf16      bf16 parameters and gradients (fp32 master weights, m and v)\n\n");
-    rl_opts_usage(f);
+    rl_opts_usage(f, NULL);
 }
 
 static int train_rank(rl_ctx *ctx, void *arg)

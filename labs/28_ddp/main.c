@@ -19,13 +19,13 @@ static void usage(FILE *f)
                "  --batch B            samples per rank per micro-step (default %lld)\n"
                "  --accum K            micro-steps per step, no_sync on all but the last (default 1)\n"
                "  --hidden H --layers L  model width and depth (default %d, %d)\n"
-               "  --sweep              run the 28.5 sweep (bucket caps 1..100 MiB, world sizes 1..8, a straggler)\n"
-               "Common options:\n",
+               "  --sweep              run the 28.5 sweep (bucket caps 1..100 MiB, world sizes 1..8, a straggler)\n",
             ddp_run_config_default().bucket_cap_mb, DDP_DEFAULT_BUCKET_CAP_MB, DDP_DEFAULT_FIRST_BUCKET_MB,
             ddp_run_config_default().steps,
             (long long)ddp_run_config_default().micro_batch, ddp_run_config_default().model.hidden,
             ddp_run_config_default().model.layers);
-    rl_opts_usage(f);
+    ddp_run_config d = ddp_run_config_default();
+    rl_opts_usage(f, &d.opts);
 }
 
 static int parse_double(const char *s, double *out)
@@ -193,7 +193,12 @@ int main(int argc, char **argv)
     ddp_run_stats s;
     int rc = ddp_run(&cfg, &s);
     if (rc) {
-        fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=28\n", rl_status_name(rc));
+        if (cfg.opts.nfaults)
+            fprintf(stderr, "the run stopped (%s) on the fault injected with --fault: see the report above\n",
+                    rl_status_name(rc));
+        else
+            fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=28\n",
+                    rl_status_name(rc));
         return rl_exit_status(rc);
     }
     ddp_run_stats one, *onep = NULL;

@@ -27,11 +27,10 @@ static void usage(FILE *f)
                "  --no-forward-prefetch, --no-backward-prefetch   switch off one of them\n"
                "  --steps N            training steps (default %d; the last one is measured)\n"
                "  --batch B            samples per rank per step (default %lld)\n"
-               "  --hidden H --layers L  model width and depth (default %d, %d)\n"
-               "Common options:\n",
+               "  --hidden H --layers L  model width and depth (default %d, %d)\n",
             zero_stage_name(d.zero.stage), d.zero.group, d.steps, (long long)d.micro_batch, d.model.hidden,
             d.model.layers);
-    rl_opts_usage(f);
+    rl_opts_usage(f, &d.opts);
 }
 
 static int parse_pos(const char *s, double *out)
@@ -204,7 +203,12 @@ int main(int argc, char **argv)
     if (rc == RL_ERR_UNSUPPORTED && cfg.opts.tui)
         return RL_EXIT_USAGE; /* no terminal for --tui: the runtime said so */
     if (rc) {
-        fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=29\n", rl_status_name(rc));
+        if (cfg.opts.nfaults)
+            fprintf(stderr, "the run stopped (%s) on the fault injected with --fault: see the report above\n",
+                    rl_status_name(rc));
+        else
+            fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=29\n",
+                    rl_status_name(rc));
         return rl_exit_status(rc);
     }
     zero_run_stats nopf, nowrap, *nopfp = NULL, *nowrapp = NULL;

@@ -21,10 +21,9 @@ static void usage(FILE *f)
                "  --schedule S   gpipe | 1f1b | interleaved (default %s)\n"
                "  --stages P     pipeline stages p (default %d)     --microbatches M  m (default %d)\n"
                "  --chunks V     interleaved: virtual_pipeline_model_parallel_size v (default %d)\n"
-               "  --seq S --hidden H --heads A --batch B   the TP/SP/CP model (default %lld, %lld, %d, %lld)\n"
-               "Common options:\n",
+               "  --seq S --hidden H --heads A --batch B   the TP/SP/CP model (default %lld, %lld, %d, %lld)\n",
             rl_pp_kind_name(d.schedule), d.p, d.m, d.v, (long long)d.s, (long long)d.h, d.heads, (long long)d.b);
-    rl_opts_usage(f);
+    rl_opts_usage(f, &d.opts);
 }
 
 static void part_line(const mp_stats *s, int i, const char *name)
@@ -157,7 +156,8 @@ int main(int argc, char **argv)
                "max rel. difference to full attention %.2g\n", (long long)mn, (long long)mx, (long long)mnc,
                (long long)mxc, s.cp_err);
     }
-    printf("Machine TP traffic for this model: %.0f bytes per layer (8bsh x 2 B, bytes counted once); on %s %s "
+    printf("Machine TP traffic for this model: %.0f bytes per layer (8bsh x 4 B: this lab's activations are f32; "
+           "bytes counted once); on %s %s "
            "a layer's 4 all-reduces take %.2f us\n", to.layer_bytes, hw->name, to.crosses_nodes ? "ACROSS NODES:" : "in one node:",
            to.layer_time * 1e6);
     if (!s.rc[3])

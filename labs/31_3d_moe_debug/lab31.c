@@ -37,8 +37,9 @@ int mesh_layout_make(const rl_mesh_shape *shape, int world, const rl_hw *hw, mes
      * {4,6} {5,7}, DP {0,4} {1,5} {2,6} {3,7}. */
     (void)shape, (void)world, (void)hw, (void)out;
     if (err && errlen)
-        snprintf(err, errlen, "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md");
-    return NOT_YET(NULL, "31.1", "device mesh");
+        snprintf(err, errlen, "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md, "
+                              "step 31.1");
+    return RL_ERR_NOT_IMPLEMENTED;
 }
 
 int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
@@ -202,6 +203,7 @@ int plan_enumerate(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrow
      * then step time, memory, tp, pp, b, zero, recompute. */
     (void)in, (void)rows, (void)nrows;
     if (err && errlen)
-        snprintf(err, errlen, "step 31.5 (planner) is not implemented yet — see labs/31_3d_moe_debug/README.md");
-    return NOT_YET(NULL, "31.5", "planner: enumerate and rank");
+        snprintf(err, errlen, "step 31.5 (planner) is not implemented yet — see labs/31_3d_moe_debug/README.md, "
+                              "step 31.5");
+    return RL_ERR_NOT_IMPLEMENTED;
 }

@@ -27,9 +27,11 @@ static void usage(FILE *f)
                "  --part P         mesh (default), 3d, moe, diagnose, plan\n"
                "  --dp --pp --tp --cp --ep N   mesh / 3d sizes (default dp = ranks/(pp·tp·cp), pp = tp = 2)\n"
                "  --m N            micro-batches per step (3d, default 4)   --steps N (3d, default 3)\n"
-               "  --experts E --top-k K --capacity-factor F   (moe; default 8, 2, 1.25)\n"
-               "Common options:\n");
-    rl_opts_usage(f);
+               "  --experts E --top-k K --capacity-factor F   (moe; default 8, 2, 1.25)\n");
+    rl_opts d;
+    rl_opts_init(&d);
+    d.ranks = 8; /* this lab's default: a 2x2x2 mesh */
+    rl_opts_usage(f, &d);
 }
 
 /* ------------------------------------------------------------------ mesh */
