@@ -839,13 +839,23 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
     rc.st = st;
     pthread_mutex_init(&rc.lock, NULL);
     int first = 0;
+    /* --trace run.json: the pipeline part writes run.json, the others run.tp_mlp.json ... */
+    static const char *const part_names[5] = { "tp_mlp", "tp_attention", "sp", "pipeline", "ring_attention" };
+    char part_trace[5][512];
+    for (int part = 0; part < 5; part++) {
+        const char *base = cfg->opts.trace_path ? cfg->opts.trace_path : "";
+        size_t len = strlen(base);
+        if (len > 5 && strcmp(base + len - 5, ".json") == 0)
+            len -= 5;
+        snprintf(part_trace[part], sizeof part_trace[part], "%.*s.%s.json", (int)len, base, part_names[part]);
+    }
     for (int part = 0; part < 5; part++) {
         if (!(parts & (1 << part)))
             continue;
         rc.part = part;
         rl_opts o = cfg->opts;
         o.tui = 0;
-        o.trace_path = NULL;
+        o.trace_path = cfg->opts.trace_path && part != 3 ? part_trace[part] : NULL;
         rl_trace *tr = NULL;
         int lr;
         if (part == 3) {
