@@ -125,6 +125,44 @@ void ops_release(ops_buf *b)
     b->owned = 0;
 }
 
+const float *ops_stage_in(ops_stage *s, const rl_tensor *t)
+{
+    if (!t)
+        return NULL;
+    const float *p = ops_in(t, &s->b[s->n]);
+    s->out[s->n++] = NULL;
+    s->failed |= !p;
+    return p;
+}
+
+float *ops_stage_out(ops_stage *s, rl_tensor *t, int load)
+{
+    if (!t)
+        return NULL;
+    float *p = ops_out(t, &s->b[s->n], load);
+    s->out[s->n++] = t;
+    s->failed |= !p;
+    return p;
+}
+
+void ops_stage_done(ops_stage *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->out[i])
+            ops_commit(s->out[i], &s->b[i]);
+        else
+            ops_release(&s->b[i]);
+    s->n = 0;
+}
+
+int ops_stage_nomem(rl_ctx *ctx, const char *op, ops_stage *s)
+{
+    for (int i = 0; i < s->n; i++)
+        ops_release(&s->b[i]);
+    s->n = 0;
+    return ops_nomem(ctx, op);
+}
+
 void ops_matrix_dims(const rl_tensor *t, int64_t *rows, int64_t *cols)
 {
     *cols = t->shape[t->ndim - 1];
@@ -221,20 +259,14 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
             return rc;
         goto record;
     }
-    ops_buf ba, bb, bcb;
-    const float *A = ops_in(a, &ba);
-    const float *B = ops_in(b, &bb);
-    float *C = ops_out(c, &bcb, beta != 0.0f);
-    if (!A || !B || !C) {
-        ops_release(&ba);
-        ops_release(&bb);
-        ops_release(&bcb);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *A = ops_stage_in(&st, a);
+    const float *B = ops_stage_in(&st, b);
+    float *C = ops_stage_out(&st, c, beta != 0.0f);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     sgemm(ta, tb, m, n, k, A, ac, B, bc, beta, C, cc);
-    ops_release(&ba);
-    ops_release(&bb);
-    ops_commit(c, &bcb);
+    ops_stage_done(&st);
 record:
     rl_dtype dt = (a->dtype == RL_BF16 && b->dtype == RL_BF16) ? RL_BF16 : RL_F32;
     double bytes = ops_bytes(OPS_LIST(a, b, c)) + (beta != 0.0f ? (double)rl_tensor_bytes(c) : 0.0);
@@ -287,16 +319,12 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
             return rc;
         goto record;
     }
-    ops_buf pa = { 0, 0 }, pb = { 0, 0 }, po;
-    const float *A = a ? ops_in(a, &pa) : NULL;
-    const float *B = b ? ops_in(b, &pb) : NULL;
-    float *O = ops_out(out, &po, 0);
-    if ((a && !A) || (b && !B) || !O) {
-        ops_release(&pa);
-        ops_release(&pb);
-        ops_release(&po);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *A = ops_stage_in(&st, a);
+    const float *B = ops_stage_in(&st, b);
+    float *O = ops_stage_out(&st, out, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t i = 0; i < out->numel; i++) {
         float v = constant;
         if (A)
@@ -305,9 +333,7 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
             v += cb * B[i];
         O[i] = v;
     }
-    ops_release(&pa);
-    ops_release(&pb);
-    ops_commit(out, &po);
+    ops_stage_done(&st);
 record:
     int nin = (a != NULL) + (b != NULL);
     const rl_tensor *ins[2] = { a ? a : b, a ? b : NULL };
@@ -418,14 +444,11 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
         *loss = rows ? (float)(t / (double)rows) : 0.0f;
         goto record;
     }
-    ops_buf bl, bd = { 0, 0 };
-    const float *L = ops_in(logits, &bl);
-    float *D = dlogits ? ops_out(dlogits, &bd, 0) : NULL;
-    if (!L || (dlogits && !D)) {
-        ops_release(&bl);
-        ops_release(&bd);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *L = ops_stage_in(&st, logits);
+    float *D = ops_stage_out(&st, dlogits, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     double total = 0;
     float g = rows ? grad_scale / (float)rows : 0.0f;
     for (int64_t r = 0; r < rows; r++) {
@@ -443,9 +466,7 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
                 D[r * V + j] = g * ((float)exp((double)l[j] - logz) - (j == targets[r] ? 1.0f : 0.0f));
     }
     *loss = rows ? (float)(total / (double)rows) : 0.0f;
-    ops_release(&bl);
-    if (dlogits)
-        ops_commit(dlogits, &bd);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, logits->dtype, 5.0 * (double)logits->numel, ops_bytes(OPS_LIST(logits, dlogits)), w0,
                OPS_LIST(logits), OPS_LIST(dlogits));
@@ -479,16 +500,12 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
         *loss = pred->numel ? (float)(t / (double)pred->numel) : 0.0f;
         goto record;
     }
-    ops_buf bp, bt, bd = { 0, 0 };
-    const float *P = ops_in(pred, &bp);
-    const float *T = ops_in(target, &bt);
-    float *D = dpred ? ops_out(dpred, &bd, 0) : NULL;
-    if (!P || !T || (dpred && !D)) {
-        ops_release(&bp);
-        ops_release(&bt);
-        ops_release(&bd);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *P = ops_stage_in(&st, pred);
+    const float *T = ops_stage_in(&st, target);
+    float *D = ops_stage_out(&st, dpred, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     int64_t n = pred->numel;
     double total = 0;
     float g = n ? 2.0f * grad_scale / (float)n : 0.0f;
@@ -499,10 +516,7 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
             D[i] = g * d;
     }
     *loss = n ? (float)(total / (double)n) : 0.0f;
-    ops_release(&bp);
-    ops_release(&bt);
-    if (dpred)
-        ops_commit(dpred, &bd);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, pred->dtype, 3.0 * (double)pred->numel, ops_bytes(OPS_LIST(pred, target, dpred)), w0,
                OPS_LIST(pred, target), OPS_LIST(dpred));

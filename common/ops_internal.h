@@ -35,6 +35,23 @@ float *ops_out(const rl_tensor *t, ops_buf *b, int load);
 void ops_commit(rl_tensor *t, ops_buf *b);
 /* Frees a staging buffer without writing it back. */
 void ops_release(ops_buf *b);
+/* The staging buffers of one op, in the order staged (at most 8): ops_stage_done releases
+ * the inputs and writes the outputs back; ops_stage_nomem frees them all. Start from
+ * `ops_stage st = { .n = 0 };`. */
+typedef struct ops_stage {
+    ops_buf b[8];
+    rl_tensor *out[8]; /* the tensor to write back, NULL for an input */
+    int n;
+    int failed; /* a non-NULL tensor could not be staged */
+} ops_stage;
+/* ops_in through a stage; NULL for a NULL (optional) t, which is not a failure. */
+const float *ops_stage_in(ops_stage *s, const rl_tensor *t);
+/* ops_out through a stage; NULL for a NULL (optional) t, which is not a failure. */
+float *ops_stage_out(ops_stage *s, rl_tensor *t, int load);
+/* Releases the inputs and commits the outputs. */
+void ops_stage_done(ops_stage *s);
+/* Frees every staged buffer without writing back; returns ops_nomem's error for op. */
+int ops_stage_nomem(rl_ctx *ctx, const char *op, ops_stage *s);
 /* Rows and cols of t read as a matrix (cols = last dim). */
 void ops_matrix_dims(const rl_tensor *t, int64_t *rows, int64_t *cols);
 /* An out-of-memory error for op. */

@@ -7,13 +7,6 @@
 #include "backend.h"
 #include "ops_internal.h"
 
-/* Releases up to 8 staging buffers. */
-static void release_all(ops_buf *b, int n)
-{
-    for (int i = 0; i < n; i++)
-        ops_release(&b[i]);
-}
-
 /* ------------------------------------------------------------------ bias */
 
 int rl_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
@@ -38,18 +31,15 @@ int rl_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
             return rc;
         goto record;
     }
-    ops_buf b[2];
-    const float *B = ops_in(bias, &b[0]);
-    float *Y = ops_out(y, &b[1], 1);
-    if (!B || !Y) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *B = ops_stage_in(&st, bias);
+    float *Y = ops_stage_out(&st, y, 1);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < n; j++)
             Y[r * n + j] += B[j];
-    ops_release(&b[0]);
-    ops_commit(y, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, y->dtype, (double)y->numel, 2.0 * rl_tensor_bytes(y) + rl_tensor_bytes(bias), w0,
                OPS_LIST(y, bias), OPS_LIST(y));
@@ -77,21 +67,18 @@ int rl_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
             return rc;
         goto record;
     }
-    ops_buf b[2];
-    const float *D = ops_in(dy, &b[0]);
-    float *G = ops_out(dbias, &b[1], 1);
-    if (!D || !G) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *D = ops_stage_in(&st, dy);
+    float *G = ops_stage_out(&st, dbias, 1);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t j = 0; j < n; j++) {
         float s = 0;
         for (int64_t r = 0; r < rows; r++)
             s += D[r * n + j];
         G[j] += s;
     }
-    ops_release(&b[0]);
-    ops_commit(dbias, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dy->dtype, (double)dy->numel, ops_bytes(OPS_LIST(dy, dbias, dbias)), w0, OPS_LIST(dy),
                OPS_LIST(dbias));
@@ -129,19 +116,16 @@ int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
             return rc;
         goto record;
     }
-    ops_buf b[2];
-    const float *X = ops_in(x, &b[0]);
-    float *Y = ops_out(y, &b[1], 0);
-    if (!X || !Y) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *X = ops_stage_in(&st, x);
+    float *Y = ops_stage_out(&st, y, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t i = 0; i < x->numel; i++) {
         float v = X[i];
         Y[i] = 0.5f * v * (1.0f + fast_tanh(GELU_C * (v + GELU_A * v * v * v)));
     }
-    ops_release(&b[0]);
-    ops_commit(y, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, y->dtype, 10.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
@@ -165,23 +149,19 @@ int rl_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_te
             return rc;
         goto record;
     }
-    ops_buf b[3];
-    const float *X = ops_in(x, &b[0]);
-    const float *D = ops_in(dy, &b[1]);
-    float *G = ops_out(dx, &b[2], 0);
-    if (!X || !D || !G) {
-        release_all(b, 3);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *X = ops_stage_in(&st, x);
+    const float *D = ops_stage_in(&st, dy);
+    float *G = ops_stage_out(&st, dx, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t i = 0; i < x->numel; i++) {
         float v = X[i];
         float t = fast_tanh(GELU_C * (v + GELU_A * v * v * v));
         float dt = (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * v * v);
         G[i] = D[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
     }
-    ops_release(&b[0]);
-    ops_release(&b[1]);
-    ops_commit(dx, &b[2]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dx->dtype, 16.0 * (double)x->numel, ops_bytes(OPS_LIST(x, dy, dx)), w0, OPS_LIST(x, dy),
                OPS_LIST(dx));
@@ -231,16 +211,14 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
     }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
-    ops_buf b[4] = { { 0, 0 } };
-    const float *X = ops_in(x, &b[0]);
-    const float *Gm = ops_in(gamma, &b[1]);
-    const float *Bt = beta ? ops_in(beta, &b[2]) : NULL;
-    float *Y = ops_out(y, &b[3], 0);
+    ops_stage st = { .n = 0 };
+    const float *X = ops_stage_in(&st, x);
+    const float *Gm = ops_stage_in(&st, gamma);
+    const float *Bt = ops_stage_in(&st, beta);
+    float *Y = ops_stage_out(&st, y, 0);
     float *Mu = rl_tensor_host_data(mean), *Rs = rl_tensor_host_data(rstd);
-    if (!X || !Gm || (beta && !Bt) || !Y) {
-        release_all(b, 4);
-        return ops_nomem(ctx, name);
-    }
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = X + r * n;
         double s = 0, ss = 0;
@@ -255,8 +233,7 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
         for (int64_t j = 0; j < n; j++)
             Y[r * n + j] = (xr[j] - mu) * rs * Gm[j] + (Bt ? Bt[j] : 0.0f);
     }
-    release_all(b, 3);
-    ops_commit(y, &b[3]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, y->dtype, 8.0 * (double)x->numel, ops_bytes(OPS_LIST(x, gamma, beta, y, mean, rstd)), w0,
                OPS_LIST(x, gamma, beta), OPS_LIST(y));
@@ -291,18 +268,16 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
     }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
-    ops_buf b[6] = { { 0, 0 } };
-    const float *X = ops_in(x, &b[0]);
-    const float *Gm = ops_in(gamma, &b[1]);
-    const float *D = ops_in(dy, &b[2]);
-    float *DX = ops_out(dx, &b[3], 0);
-    float *DG = dgamma ? ops_out(dgamma, &b[4], 1) : NULL;
-    float *DB = dbeta ? ops_out(dbeta, &b[5], 1) : NULL;
+    ops_stage st = { .n = 0 };
+    const float *X = ops_stage_in(&st, x);
+    const float *Gm = ops_stage_in(&st, gamma);
+    const float *D = ops_stage_in(&st, dy);
+    float *DX = ops_stage_out(&st, dx, 0);
+    float *DG = ops_stage_out(&st, dgamma, 1);
+    float *DB = ops_stage_out(&st, dbeta, 1);
     const float *Mu = rl_tensor_host_data(mean), *Rs = rl_tensor_host_data(rstd);
-    if (!X || !Gm || !D || !DX || (dgamma && !DG) || (dbeta && !DB)) {
-        release_all(b, 6);
-        return ops_nomem(ctx, name);
-    }
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = X + r * n, *dr = D + r * n;
         float mu = Mu[r], rs = Rs[r];
@@ -323,12 +298,7 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
             DX[r * n + j] = rs * (dr[j] * Gm[j] - mg - xh * mgx);
         }
     }
-    release_all(b, 3);
-    ops_commit(dx, &b[3]);
-    if (dgamma)
-        ops_commit(dgamma, &b[4]);
-    if (dbeta)
-        ops_commit(dbeta, &b[5]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dx->dtype, 14.0 * (double)x->numel,
                ops_bytes(OPS_LIST(x, gamma, mean, rstd, dy, dx, dgamma, dbeta)), w0, OPS_LIST(x, gamma, dy),
@@ -374,19 +344,15 @@ int rl_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
     }
     int64_t rows, n;
     ops_matrix_dims(x, &rows, &n);
-    ops_buf b[2];
-    const float *X = ops_in(x, &b[0]);
-    float *Y = ops_out(y, &b[1], 0);
-    if (!X || !Y) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *X = ops_stage_in(&st, x);
+    float *Y = ops_stage_out(&st, y, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     if (X == Y) { /* in place on f32: stage the row */
         float *row = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-        if (!row) {
-            release_all(b, 2);
-            return ops_nomem(ctx, name);
-        }
+        if (!row)
+            return ops_stage_nomem(ctx, name, &st);
         for (int64_t r = 0; r < rows; r++) {
             memcpy(row, X + r * n, (size_t)n * sizeof(float));
             softmax_row(row, Y + r * n, n, n);
@@ -396,8 +362,7 @@ int rl_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
         for (int64_t r = 0; r < rows; r++)
             softmax_row(X + r * n, Y + r * n, n, n);
     }
-    ops_release(&b[0]);
-    ops_commit(y, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, y->dtype, 5.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
@@ -423,14 +388,12 @@ int rl_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl
     }
     int64_t rows, n;
     ops_matrix_dims(y, &rows, &n);
-    ops_buf b[3];
-    const float *Y = ops_in(y, &b[0]);
-    const float *D = ops_in(dy, &b[1]);
-    float *G = ops_out(dx, &b[2], 0);
-    if (!Y || !D || !G) {
-        release_all(b, 3);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *Y = ops_stage_in(&st, y);
+    const float *D = ops_stage_in(&st, dy);
+    float *G = ops_stage_out(&st, dx, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++) {
         double s = 0;
         for (int64_t j = 0; j < n; j++)
@@ -438,9 +401,7 @@ int rl_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl
         for (int64_t j = 0; j < n; j++)
             G[r * n + j] = Y[r * n + j] * (D[r * n + j] - (float)s);
     }
-    ops_release(&b[0]);
-    ops_release(&b[1]);
-    ops_commit(dx, &b[2]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dx->dtype, 4.0 * (double)y->numel, ops_bytes(OPS_LIST(y, dy, dx)), w0, OPS_LIST(y, dy),
                OPS_LIST(dx));
@@ -494,15 +455,14 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
             return rc;
         goto record;
     }
-    ops_buf b[4];
-    const float *Q = ops_in(q, &b[0]), *K = ops_in(k, &b[1]), *V = ops_in(v, &b[2]);
-    float *O = ops_out(out, &b[3], 0);
+    ops_stage st = { .n = 0 };
+    const float *Q = ops_stage_in(&st, q), *K = ops_stage_in(&st, k), *V = ops_stage_in(&st, v);
+    float *O = ops_stage_out(&st, out, 0);
     float *P = rl_tensor_host_data(probs);
     float *scores = malloc((size_t)(S > 0 ? S : 1) * sizeof(float));
-    if (!Q || !K || !V || !O || !scores) {
+    if (st.failed || !scores) {
         free(scores);
-        release_all(b, 4);
-        return ops_nomem(ctx, name);
+        return ops_stage_nomem(ctx, name, &st);
     }
     int64_t hd = H / n_heads;
     float scale = 1.0f / sqrtf((float)hd);
@@ -529,8 +489,7 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
                 }
             }
     free(scores);
-    release_all(b, 3);
-    ops_commit(out, &b[3]);
+    ops_stage_done(&st);
 record:
     /* Q·Kᵀ and P·V over the causal half (each 2·b·nh·(s²/2)·hd), softmax ≈ 5 per score. */
     double flops = 2.0 * B * S * S * H + 2.5 * B * n_heads * S * S;
@@ -560,15 +519,15 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
             return rc;
         goto record;
     }
-    ops_buf b[7];
-    const float *Q = ops_in(q, &b[0]), *K = ops_in(k, &b[1]), *V = ops_in(v, &b[2]), *DO = ops_in(dout, &b[3]);
-    float *DQ = ops_out(dq, &b[4], 0), *DK = ops_out(dk, &b[5], 0), *DV = ops_out(dv, &b[6], 0);
+    ops_stage st = { .n = 0 };
+    const float *Q = ops_stage_in(&st, q), *K = ops_stage_in(&st, k), *V = ops_stage_in(&st, v),
+                *DO = ops_stage_in(&st, dout);
+    float *DQ = ops_stage_out(&st, dq, 0), *DK = ops_stage_out(&st, dk, 0), *DV = ops_stage_out(&st, dv, 0);
     const float *P = rl_tensor_host_data(probs);
     float *dp = malloc((size_t)(S > 0 ? S : 1) * sizeof(float));
-    if (!Q || !K || !V || !DO || !DQ || !DK || !DV || !dp) {
+    if (st.failed || !dp) {
         free(dp);
-        release_all(b, 7);
-        return ops_nomem(ctx, name);
+        return ops_stage_nomem(ctx, name, &st);
     }
     int64_t hd = H / n_heads;
     float scale = 1.0f / sqrtf((float)hd);
@@ -607,10 +566,7 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
                 }
             }
     free(dp);
-    release_all(b, 4);
-    ops_commit(dq, &b[4]);
-    ops_commit(dk, &b[5]);
-    ops_commit(dv, &b[6]);
+    ops_stage_done(&st);
 record:
     double flops = 4.0 * B * S * S * H + 3.0 * B * n_heads * S * S;
     ops_record(ctx, name, dq->dtype, flops, ops_bytes(OPS_LIST(q, k, v, probs, dout, dq, dk, dv)), w0,
@@ -657,18 +613,15 @@ int rl_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, in
     }
     int64_t n, h;
     ops_matrix_dims(out, &n, &h);
-    ops_buf b[2];
-    const float *T = ops_in(table, &b[0]);
-    float *O = ops_out(out, &b[1], accumulate);
-    if (!T || !O) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *T = ops_stage_in(&st, table);
+    float *O = ops_stage_out(&st, out, accumulate);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < h; j++)
             O[r * h + j] = (accumulate ? O[r * h + j] : 0.0f) + T[(int64_t)ids[r] * h + j];
-    ops_release(&b[0]);
-    ops_commit(out, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, out->dtype, accumulate ? (double)out->numel : 0.0,
                (1.0 + accumulate) * rl_tensor_bytes(out) + (double)out->numel * rl_dtype_size(table->dtype), w0,
@@ -694,18 +647,15 @@ int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl
     }
     int64_t n, h;
     ops_matrix_dims(dout, &n, &h);
-    ops_buf b[2];
-    const float *D = ops_in(dout, &b[0]);
-    float *G = ops_out(dtable, &b[1], 1);
-    if (!D || !G) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *D = ops_stage_in(&st, dout);
+    float *G = ops_stage_out(&st, dtable, 1);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < h; j++)
             G[(int64_t)ids[r] * h + j] += D[r * h + j];
-    ops_release(&b[0]);
-    ops_commit(dtable, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dtable->dtype, (double)dout->numel, 3.0 * rl_tensor_bytes(dout), w0, OPS_LIST(dout),
                OPS_LIST(dtable));
@@ -753,20 +703,17 @@ int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const
     }
     int64_t n, h;
     ops_matrix_dims(dst, &n, &h);
-    ops_buf b[2];
-    const float *S = ops_in(src, &b[0]);
-    float *D = ops_out(dst, &b[1], 0);
-    if (!S || !D) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *S = ops_stage_in(&st, src);
+    float *D = ops_stage_out(&st, dst, 0);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t i = 0; i < n; i++) {
         float c = scale ? scale[i] : 1.0f;
         for (int64_t j = 0; j < h; j++)
             D[i * h + j] = c * S[rows[i] * h + j];
     }
-    ops_release(&b[0]);
-    ops_commit(dst, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dst->dtype, scale ? (double)dst->numel : 0.0, 2.0 * rl_tensor_bytes(dst), w0,
                OPS_LIST(src), OPS_LIST(dst));
@@ -791,20 +738,17 @@ int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, 
     }
     int64_t n, h;
     ops_matrix_dims(src, &n, &h);
-    ops_buf b[2];
-    const float *S = ops_in(src, &b[0]);
-    float *D = ops_out(dst, &b[1], 1);
-    if (!S || !D) {
-        release_all(b, 2);
-        return ops_nomem(ctx, name);
-    }
+    ops_stage st = { .n = 0 };
+    const float *S = ops_stage_in(&st, src);
+    float *D = ops_stage_out(&st, dst, 1);
+    if (st.failed)
+        return ops_stage_nomem(ctx, name, &st);
     for (int64_t i = 0; i < n; i++) {
         float c = scale ? scale[i] : 1.0f;
         for (int64_t j = 0; j < h; j++)
             D[rows[i] * h + j] += c * S[i * h + j];
     }
-    ops_release(&b[0]);
-    ops_commit(dst, &b[1]);
+    ops_stage_done(&st);
 record:
     ops_record(ctx, name, dst->dtype, 2.0 * (double)src->numel, 3.0 * rl_tensor_bytes(src), w0, OPS_LIST(src),
                OPS_LIST(dst));
