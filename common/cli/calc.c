@@ -60,16 +60,29 @@ static opt *find_opt(opt *o, int n, const char *name)
     return NULL;
 }
 
-/* Parses argv (after the topic) into o[]; *json and *help set by --json / --help.
- * Returns 0, or RL_EXIT_USAGE after printing one error line and the usage. */
-static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int *json, int *help)
+static const rl_hw *hw_opt(const topic *tp, opt *o, int *rc)
 {
-    *json = *help = 0;
+    const char *name = o->set ? o->str : "h100-nvlink";
+    const rl_hw *hw = rl_hw_find(name);
+    if (!hw)
+        *rc = usage_error(tp, "unknown hardware profile '%s'%s: use h100-nvlink, a100-pcie or h100-2node-ib", name, "");
+    return hw;
+}
+
+/* parse_opts' return after --help: the topic's help is printed, the topic returns 0. */
+#define OPTS_HELP (-1)
+
+/* Parses argv (after the topic) into o[]; *json set by --json; with hw (the topic has a
+ * --hw option), resolves the profile into *hw. Returns 0, OPTS_HELP after printing the
+ * help for --help, or RL_EXIT_USAGE after printing one error line and the usage. */
+static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int *json, const rl_hw **hw)
+{
+    *json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            *help = 1;
-            return 0;
+            topic_usage(tp, stdout, 1);
+            return OPTS_HELP;
         }
         if (strcmp(a, "--json") == 0) {
             *json = 1;
@@ -131,16 +144,10 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
     for (int i = 0; i < n; i++)
         if (o[i].required && !o[i].set)
             return usage_error(tp, "missing %s (%s)", o[i].name, o[i].what);
-    return 0;
-}
-
-static const rl_hw *hw_opt(const topic *tp, opt *o, int *rc)
-{
-    const char *name = o->set ? o->str : "h100-nvlink";
-    const rl_hw *hw = rl_hw_find(name);
-    if (!hw)
-        *rc = usage_error(tp, "unknown hardware profile '%s'%s: use h100-nvlink, a100-pcie or h100-2node-ib", name, "");
-    return hw;
+    int rc = 0;
+    if (hw)
+        *hw = hw_opt(tp, find_opt(o, n, "--hw"), &rc);
+    return rc;
 }
 
 static int calc_error(const topic *tp, const char *msg)
@@ -201,6 +208,15 @@ static int emit_json(json_t *j)
 #define JI(obj, key, v) json_object_set_new((obj), (key), json_integer((json_int_t)(v)))
 #define JS(obj, key, v) json_object_set_new((obj), (key), json_string(v))
 
+/* A topic's JSON object, opening with "topic" and "inputs" (*inputs, for the caller to fill). */
+static json_t *json_topic(const char *topic, json_t **inputs)
+{
+    json_t *j = json_object();
+    JS(j, "topic", topic);
+    json_object_set_new(j, "inputs", *inputs = json_object());
+    return j;
+}
+
 /* ------------------------------------------------------------------ zero */
 static int run_zero(const topic *tp, int argc, char **argv)
 {
@@ -211,9 +227,9 @@ static int run_zero(const topic *tp, int argc, char **argv)
         { "--nodes-of", O_INT, 0, "hsdp group size G, default the largest divisor of Nd <= 8", 0, 0, 0 },
         { "--comm-bytes", O_NUM, 0, "bytes per communicated element, default 2", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     rl_calc_zero_in in = { .params = o[0].num, .dp = (int)o[1].num, .k = o[2].set ? o[2].num : 12,
                            .group = (int)o[3].num, .comm_bytes = o[4].num };
     if (o[2].set && o[2].num == 0)
@@ -223,14 +239,13 @@ static int run_zero(const topic *tp, int argc, char **argv)
     if (rl_calc_zero(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     if (json) {
-        json_t *j = json_object(), *inj = json_object(), *tr = json_object(), *te = json_object(), *tpap = json_object();
-        JS(j, "topic", "zero");
+        json_t *inj, *j = json_topic("zero", &inj);
+        json_t *tr = json_object(), *te = json_object(), *tpap = json_object();
         JR(inj, "params", in.params);
         JI(inj, "dp", in.dp);
         JR(inj, "k", r.k);
         JI(inj, "group", r.group);
         JR(inj, "comm_bytes", r.comm_bytes);
-        json_object_set_new(j, "inputs", inj);
         for (int i = 0; i < RL_CALC_ZERO_NKINDS; i++) {
             const char *nm = rl_calc_zero_name((rl_calc_zero_kind)i);
             JR(j, nm, r.bytes[i]);
@@ -276,12 +291,10 @@ static int run_coll(const topic *tp, int argc, char **argv)
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
         { "--algo", O_STR, 0, "ring or tree", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
-    const rl_hw *hw = hw_opt(tp, &o[2], &rc);
-    if (!hw)
-        return rc;
+    const rl_hw *hw;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     rl_calc_coll_in in = { .kind = (rl_coll_kind)rl_coll_parse(tp->name), .algo = RL_ALGO_RING,
                            .ranks = (int)o[1].num, .bytes = o[0].num, .hw = hw };
     if (o[3].set) {
@@ -296,14 +309,12 @@ static int run_coll(const topic *tp, int argc, char **argv)
         return calc_error(tp, err);
     const char *cname = rl_coll_name(in.kind), *algo = in.algo == RL_ALGO_TREE ? "tree" : "ring";
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", cname);
+        json_t *inj, *j = json_topic(cname, &inj);
         JS(inj, "collective", cname);
         JS(inj, "algo", algo);
         JI(inj, "ranks", in.ranks);
         JR(inj, "bytes", in.bytes);
         JS(inj, "hw", hw->name);
-        json_object_set_new(j, "inputs", inj);
         JS(j, "link", r.link->name);
         JR(j, "alpha_s", r.link->alpha);
         JR(j, "link_bw_Bps", r.link->bw);
@@ -349,12 +360,10 @@ static int run_tp(const topic *tp, int argc, char **argv)
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
         { "--dtype-bytes", O_NUM, 0, "bytes per activation element, default 2 (bf16)", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
-    const rl_hw *hw = hw_opt(tp, &o[4], &rc);
-    if (!hw)
-        return rc;
+    const rl_hw *hw;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     rl_calc_tp_in in = { .b = o[0].num, .s = o[1].num, .h = o[2].num, .t = (int)o[3].num, .dtype_bytes = o[5].num, .hw = hw };
     rl_calc_tp_out r;
     char err[256], b1[64], b2[64], b3[64], b4[64];
@@ -362,15 +371,13 @@ static int run_tp(const topic *tp, int argc, char **argv)
         return calc_error(tp, err);
     double db = in.dtype_bytes > 0 ? in.dtype_bytes : 2;
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "tp");
+        json_t *inj, *j = json_topic("tp", &inj);
         JR(inj, "b", in.b);
         JR(inj, "s", in.s);
         JR(inj, "h", in.h);
         JI(inj, "t", in.t);
         JR(inj, "dtype_bytes", db);
         JS(inj, "hw", hw->name);
-        json_object_set_new(j, "inputs", inj);
         JR(j, "allreduce_elements", r.allreduce_elems);
         JR(j, "forward_elements", r.fwd_elems);
         JR(j, "backward_elements", r.bwd_elems);
@@ -423,9 +430,9 @@ static int run_activation(const topic *tp, int argc, char **argv)
         { "--recompute", O_STR, 0, "none, selective or full", 0, 0, 0 },
         { "--layers", O_INT, 0, "layers L, default 1", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     int recompute = o[6].set ? rl_calc_recompute_parse(o[6].str) : RL_CALC_RECOMPUTE_NONE;
     if (recompute < 0)
         return usage_error(tp, "unknown recompute mode '%s'%s: use none, selective or full", o[6].str, "");
@@ -437,8 +444,7 @@ static int run_activation(const topic *tp, int argc, char **argv)
     if (rl_calc_activation(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "activation");
+        json_t *inj, *j = json_topic("activation", &inj);
         JR(inj, "s", in.s);
         JR(inj, "b", in.b);
         JR(inj, "h", in.h);
@@ -447,7 +453,6 @@ static int run_activation(const topic *tp, int argc, char **argv)
         json_object_set_new(inj, "sp", json_boolean(in.sp));
         JS(inj, "recompute", rl_calc_recompute_name(in.recompute));
         JI(inj, "layers", in.layers);
-        json_object_set_new(j, "inputs", inj);
         JS(j, "formula", r.formula);
         JR(j, "coeff", r.coeff);
         JR(j, "per_layer_bytes", r.per_layer);
@@ -475,9 +480,9 @@ static int run_bubble(const topic *tp, int argc, char **argv)
         { "--v", O_INT, 0, "virtual stages per rank (interleaved), default 2", 0, 0, 0 },
         { "--schedule", O_STR, 0, "naive, gpipe, 1f1b, interleaved or zb-h1", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     int sched = o[3].set ? rl_calc_schedule_parse(o[3].str)
               : (o[2].set && o[2].num > 1 ? RL_CALC_SCHED_INTERLEAVED : RL_CALC_SCHED_1F1B);
     if (sched < 0)
@@ -490,13 +495,11 @@ static int run_bubble(const topic *tp, int argc, char **argv)
     if (rl_calc_bubble(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "bubble");
+        json_t *inj, *j = json_topic("bubble", &inj);
         JS(inj, "schedule", rl_calc_schedule_name(in.sched));
         JI(inj, "p", in.p);
         JI(inj, "m", r.m);
         JI(inj, "v", r.v);
-        json_object_set_new(j, "inputs", inj);
         JR(j, "bubble_fraction_total", r.frac_total);
         JR(j, "bubble_fraction_ideal", r.frac_ideal);
         JR(j, "bubble_slots", r.bubble_slots);
@@ -544,9 +547,9 @@ static int run_flops(const topic *tp, int argc, char **argv)
         { "--heads", O_INT, 0, "attention heads H", 0, 0, 0 },
         { "--seq", O_COUNT, 0, "sequence length T", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     int nattn = o[2].set + o[3].set + o[4].set + o[5].set;
     if (nattn && nattn < 4)
         return usage_error(tp, "the attention term needs all of --layers, --hidden, --heads and --seq%s%s", "", "");
@@ -557,15 +560,13 @@ static int run_flops(const topic *tp, int argc, char **argv)
     if (rl_calc_flops(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "flops");
+        json_t *inj, *j = json_topic("flops", &inj);
         JR(inj, "params", in.params);
         JR(inj, "tokens", in.tokens);
         JI(inj, "layers", in.layers);
         JR(inj, "hidden", in.hidden);
         JI(inj, "heads", in.heads);
         JR(inj, "seq", in.seq);
-        json_object_set_new(j, "inputs", inj);
         JR(j, "per_token_6n", r.per_token_6n);
         JR(j, "per_token_attention", r.per_token_attn);
         JR(j, "per_token", r.per_token_6n + r.per_token_attn);
@@ -595,25 +596,21 @@ static int run_mfu(const topic *tp, int argc, char **argv)
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
         { "--gpus", O_INT, 0, "GPUs that did the work, default 1", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
-    const rl_hw *hw = hw_opt(tp, &o[2], &rc);
-    if (!hw)
-        return rc;
+    const rl_hw *hw;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     rl_calc_mfu_in in = { .flops = o[0].num, .time = o[1].num, .gpus = o[3].set ? (int)o[3].num : 1, .hw = hw };
     rl_calc_mfu_out r;
     char err[256];
     if (rl_calc_mfu(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "mfu");
+        json_t *inj, *j = json_topic("mfu", &inj);
         JR(inj, "flops", in.flops);
         JR(inj, "time_s", in.time);
         JI(inj, "gpus", in.gpus);
         JS(inj, "hw", hw->name);
-        json_object_set_new(j, "inputs", inj);
         JR(j, "achieved_flops_per_s", r.achieved);
         JR(j, "peak_flops_per_s", r.peak);
         JR(j, "mfu", r.mfu);
@@ -639,9 +636,9 @@ static int run_moe(const topic *tp, int argc, char **argv)
         { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0 },
         { "--dtype-bytes", O_NUM, 0, "bytes per element, default 2 (bf16)", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     if (o[3].num <= 0)
         return usage_error(tp, "the capacity factor must be > 0 (got '%s'); 1.0 to 1.25 is usual%s", o[3].str, "");
     rl_calc_moe_in in = { .tokens = o[0].num, .experts = (int)o[1].num, .topk = (int)o[2].num, .cf = o[3].num,
@@ -652,15 +649,13 @@ static int run_moe(const topic *tp, int argc, char **argv)
         return calc_error(tp, err);
     double db = in.dtype_bytes > 0 ? in.dtype_bytes : 2;
     if (json) {
-        json_t *j = json_object(), *inj = json_object();
-        JS(j, "topic", "moe");
+        json_t *inj, *j = json_topic("moe", &inj);
         JR(inj, "tokens", in.tokens);
         JI(inj, "experts", in.experts);
         JI(inj, "topk", in.topk);
         JR(inj, "cf", in.cf);
         JR(inj, "hidden", in.hidden);
         JR(inj, "dtype_bytes", db);
-        json_object_set_new(j, "inputs", inj);
         JR(j, "capacity", r.capacity);
         JR(j, "routed", r.routed);
         JR(j, "dispatch_elements", r.dispatch_elems);
@@ -707,12 +702,10 @@ static int run_plan(const topic *tp, int argc, char **argv)
         { "--top", O_NUM, 0, "rows to show, default 10 (0: all)", 0, 0, 0 },
         { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0 },
     };
-    int json, help, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &help);
-    if (rc || help)
-        return help ? (topic_usage(tp, stdout, 1), 0) : rc;
-    const rl_hw *hw = hw_opt(tp, &o[7], &rc);
-    if (!hw)
-        return rc;
+    const rl_hw *hw;
+    int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
+    if (rc)
+        return rc == OPTS_HELP ? 0 : rc;
     if (o[9].set && o[9].num == 0)
         return calc_error(tp, "K = 0 would drop the optimizer state: give K > 0 (12 for mixed-precision Adam)");
     rl_calc_plan_in in = { .params = o[0].num, .layers = (int)o[1].num, .hidden = o[2].num, .heads = (int)o[3].num,
@@ -728,8 +721,7 @@ static int run_plan(const topic *tp, int argc, char **argv)
     if (top <= 0 || top > n)
         top = n;
     if (json) {
-        json_t *j = json_object(), *inj = json_object(), *arr = json_array();
-        JS(j, "topic", "plan");
+        json_t *inj, *j = json_topic("plan", &inj), *arr = json_array();
         JR(inj, "params", in.params);
         JI(inj, "layers", in.layers);
         JR(inj, "hidden", in.hidden);
@@ -738,7 +730,6 @@ static int run_plan(const topic *tp, int argc, char **argv)
         JI(inj, "gbs", in.gbs);
         JI(inj, "gpus", in.gpus);
         JS(inj, "hw", hw->name);
-        json_object_set_new(j, "inputs", inj);
         JI(j, "candidates", n);
         JI(j, "fitting", fit);
         for (int i = 0; i < top; i++) {
