@@ -524,38 +524,33 @@ START_TEST(test_malformed_traces)
     ck_assert_int_eq(run_view(path, out, sizeof out), 1);
     ck_assert_has(out, "cannot read trace");
 
-    /* wrong types */
-    snprintf(path, sizeof path, "%s/types1.json", dir);
-    write_file(path, "{\"traceEvents\": {\"ph\": \"X\"}}");
-    expect_bad(path, "no \"traceEvents\" array");
-    snprintf(path, sizeof path, "%s/types2.json", dir);
-    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": \"zero\", \"ts\": 1}]}");
-    expect_bad(path, "\"pid\"");
-    snprintf(path, sizeof path, "%s/types3.json", dir);
-    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": \"soon\"}]}");
-    expect_bad(path, "\"ts\"");
-    snprintf(path, sizeof path, "%s/types4.json", dir);
-    write_file(path, "{\"traceEvents\": [{\"ph\": \"C\", \"pid\": 0, \"ts\": 1, \"args\": {\"param\": \"lots\"}}]}");
-    expect_bad(path, "args.param must be a byte count");
-    snprintf(path, sizeof path, "%s/types5.json", dir);
-    write_file(path, "[1, 2, 3]");
-    expect_bad(path, "traceEvents[0] is not an object");
-    ck_assert_int_eq(run_view(path, out, sizeof out), 1);
-    ck_assert_has(out, "is not an object");
-
-    /* huge numbers */
-    snprintf(path, sizeof path, "%s/huge1.json", dir);
-    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1e300, \"dur\": 1}]}");
-    expect_bad(path, "finite number \"ts\"");
-    snprintf(path, sizeof path, "%s/huge2.json", dir);
-    write_file(path, "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}");
-    expect_bad(path, "line 2");
-    snprintf(path, sizeof path, "%s/huge3.json", dir);
-    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}");
-    expect_bad(path, "\"pid\"");
-    snprintf(path, sizeof path, "%s/huge4.json", dir);
-    write_file(path, "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}");
-    expect_bad(path, "ringlab.ranks");
+    static const struct {
+        const char *file, *json, *want; /* want: in the load error */
+        const char *view_want;          /* in `ringlab view`'s error (exit 1); NULL: not run */
+    } bad[] = {
+        /* wrong types */
+        { "types1.json", "{\"traceEvents\": {\"ph\": \"X\"}}", "no \"traceEvents\" array", NULL },
+        { "types2.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": \"zero\", \"ts\": 1}]}", "\"pid\"", NULL },
+        { "types3.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": \"soon\"}]}", "\"ts\"", NULL },
+        { "types4.json", "{\"traceEvents\": [{\"ph\": \"C\", \"pid\": 0, \"ts\": 1, \"args\": {\"param\": \"lots\"}}]}",
+          "args.param must be a byte count", NULL },
+        { "types5.json", "[1, 2, 3]", "traceEvents[0] is not an object", "is not an object" },
+        /* huge numbers */
+        { "huge1.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1e300, \"dur\": 1}]}",
+          "finite number \"ts\"", NULL },
+        { "huge2.json", "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}", "line 2", NULL },
+        { "huge3.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}", "\"pid\"", NULL },
+        { "huge4.json", "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}", "ringlab.ranks", NULL },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, bad[i].file);
+        write_file(path, bad[i].json);
+        expect_bad(path, bad[i].want);
+        if (bad[i].view_want) {
+            ck_assert_int_eq(run_view(path, out, sizeof out), 1);
+            ck_assert_has(out, bad[i].view_want);
+        }
+    }
     /* huge but legal values load and render */
     snprintf(path, sizeof path, "%s/huge5.json", dir);
     write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"cat\": \"comm\", \"name\": \"big\","
@@ -672,6 +667,26 @@ static int wait_for(const tmux_session *s, const char *want, char *screen, size_
     return 0;
 }
 
+/* Waits (up to 5 s) for the file the tmux command writes as it exits, and checks it says
+ * rc=0 ("WHO exited with ..." otherwise); returns 1 if the file appeared. */
+static int wait_rc_file(const char *rcfile, const char *who)
+{
+    int done = 0;
+    for (int i = 0; i < 100 && !done; i++) {
+        FILE *f = fopen(rcfile, "r");
+        char line[32] = "";
+        if (f) {
+            done = fgets(line, sizeof line, f) != NULL;
+            fclose(f);
+        }
+        if (done)
+            ck_assert_msg(strncmp(line, "rc=0", 4) == 0, "%s exited with %s", who, line);
+        else
+            sleep_ms(50);
+    }
+    return done;
+}
+
 #define EXPECT_SCREEN(s, want)                                                                   \
     do {                                                                                         \
         ck_assert_msg(wait_for((s), (want), screen, sizeof screen), "tmux pane never showed \"%s\"; " \
@@ -744,19 +759,7 @@ START_TEST(test_tmux_smoke)
     EXPECT_SCREEN(&s, "comm hidden:");
     ck_assert_msg(strstr(screen, "too small") == NULL, "still too small after growing:\n%s", screen);
     tmux(&s, "send-keys -t v q");
-    int done = 0;
-    for (int i = 0; i < 100 && !done; i++) {
-        FILE *f = fopen(rcfile, "r");
-        if (f) {
-            char line[32] = "";
-            done = fgets(line, sizeof line, f) != NULL;
-            fclose(f);
-            if (done)
-                ck_assert_msg(strncmp(line, "rc=0", 4) == 0, "viewer exited with %s", line);
-        }
-        if (!done)
-            sleep_ms(50);
-    }
+    int done = wait_rc_file(rcfile, "viewer");
     tmux(&s, "kill-server");
     remove(trace);
     remove(rcfile);
@@ -789,19 +792,7 @@ START_TEST(test_tmux_live)
     tmux(&s, "send-keys -t v 5");
     EXPECT_SCREEN(&s, "[5 mesh]");
     tmux(&s, "send-keys -t v q");
-    int done = 0;
-    for (int i = 0; i < 100 && !done; i++) {
-        FILE *f = fopen(rcfile, "r");
-        char line[32] = "";
-        if (f) {
-            done = fgets(line, sizeof line, f) != NULL;
-            fclose(f);
-        }
-        if (done)
-            ck_assert_msg(strncmp(line, "rc=0", 4) == 0, "live demo exited with %s", line);
-        else
-            sleep_ms(50);
-    }
+    int done = wait_rc_file(rcfile, "live demo");
     tmux(&s, "kill-server");
     remove(rcfile);
     ck_assert_msg(done, "the live view did not exit after q");
