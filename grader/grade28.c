@@ -528,6 +528,7 @@ static void ddp_case_free(ddp_case *c)
 {
     for (int s = 0; s < MAXSTEPS; s++)
         free(c->ref[s]);
+    free(c);
 }
 
 typedef struct bwd_note { rl_ctx *ctx; double *slot; } bwd_note;
@@ -643,11 +644,15 @@ static int ddp_case_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
-/* Runs a DDP case and checks that it ran; the caller checks what it is about. */
-static void ddp_case_run(ddp_case *c, rl_trace **tr, const char *what)
+/* Runs a new DDP case (ddp_case_init's arguments) and checks that it ran; the caller checks
+ * what it is about, then frees it with ddp_case_free. */
+static ddp_case *ddp_case_run(int n, int steps, int K, int small, rl_trace **tr, const char *what)
 {
+    ddp_case *c = malloc(sizeof *c);
+    ddp_case_init(c, n, steps, K, small);
     ddp_case_reference(c);
     launch_or_fail(c->n, ddp_case_rank, c, c->r, tr, what);
+    return c;
 }
 
 static void check_grads(const ddp_case *c, const char *what)
@@ -663,31 +668,24 @@ static void check_grads(const ddp_case *c, const char *what)
                                                                  : "");
 }
 
+/* Runs a case and checks its gradients (run_what names the run, what the check). */
+static void grads_case(int n, int steps, int K, int small, const char *run_what, const char *what)
+{
+    ddp_case *c = ddp_case_run(n, steps, K, small, NULL, run_what);
+    check_grads(c, what);
+    ddp_case_free(c);
+}
+
 START_TEST(t_ddp_grads)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 4, 2, 1, 0);
-    ddp_case_run(c, NULL, "overlapped DDP (the lab's MLP, 4 ranks)");
-    check_grads(c, "4 ranks, the lab's MLP, 2 steps");
-    ddp_case_free(c);
-    free(c);
+    grads_case(4, 2, 1, 0, "overlapped DDP (the lab's MLP, 4 ranks)", "4 ranks, the lab's MLP, 2 steps");
 }
 END_TEST
 
 START_TEST(t_ddp_grads_odd)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 3, 2, 1, 1);
-    ddp_case_run(c, NULL, "overlapped DDP (3 ranks, small MLP, many buckets)");
-    check_grads(c, "3 ranks, small MLP");
-    ddp_case_free(c);
-    free(c);
-    c = malloc(sizeof *c);
-    ddp_case_init(c, 1, 1, 1, 1);
-    ddp_case_run(c, NULL, "overlapped DDP (1 rank)");
-    check_grads(c, "1 rank");
-    ddp_case_free(c);
-    free(c);
+    grads_case(3, 2, 1, 1, "overlapped DDP (3 ranks, small MLP, many buckets)", "3 ranks, small MLP");
+    grads_case(1, 1, 1, 1, "overlapped DDP (1 rank)", "1 rank");
 }
 END_TEST
 
@@ -706,10 +704,8 @@ static int step_comm_events(const rl_trace *t, int r, int s, const rl_trace_even
 
 START_TEST(t_ddp_bucket_order)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 4, 2, 1, 0);
     rl_trace *t = NULL;
-    ddp_case_run(c, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
+    ddp_case *c = ddp_case_run(4, 2, 1, 0, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
     const rl_trace_event *ev[128];
     for (int r = 0; r < c->n; r++) {
         ck_assert_msg(c->other_calls[r] == 0, "rank %d made %lld calls of other collectives; DDP needs one all-reduce "
@@ -733,16 +729,13 @@ START_TEST(t_ddp_bucket_order)
     }
     rl_trace_free(t);
     ddp_case_free(c);
-    free(c);
 }
 END_TEST
 
 START_TEST(t_ddp_overlap_starts_early)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 4, 2, 1, 0);
     rl_trace *t = NULL;
-    ddp_case_run(c, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
+    ddp_case *c = ddp_case_run(4, 2, 1, 0, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
     ck_assert_msg(c->nbuckets >= 2, "the lab's MLP should make several buckets at cap %g MiB; got %d", c->cap,
                   c->nbuckets);
     const rl_trace_event *ev[128];
@@ -759,16 +752,13 @@ START_TEST(t_ddp_overlap_starts_early)
         }
     rl_trace_free(t);
     ddp_case_free(c);
-    free(c);
 }
 END_TEST
 
 START_TEST(t_ddp_exposed_comm)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 4, 2, 1, 0);
     rl_trace *t = NULL;
-    ddp_case_run(c, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
+    ddp_case *c = ddp_case_run(4, 2, 1, 0, &t, "overlapped DDP (the lab's MLP, 4 ranks)");
     const rl_hw *hw = grade_hw();
     double T = 0, last = 0;
     for (int b = 0; b < c->nbuckets && b < 64; b++) {
@@ -796,7 +786,6 @@ START_TEST(t_ddp_exposed_comm)
         }
     rl_trace_free(t);
     ddp_case_free(c);
-    free(c);
 }
 END_TEST
 
@@ -804,20 +793,13 @@ END_TEST
 
 START_TEST(t_nosync_grads)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 2, 2, 3, 1);
-    ddp_case_run(c, NULL, "ddp_train_step with 3 micro-steps (2 ranks)");
-    check_grads(c, "2 ranks x 3 micro-steps");
-    ddp_case_free(c);
-    free(c);
+    grads_case(2, 2, 3, 1, "ddp_train_step with 3 micro-steps (2 ranks)", "2 ranks x 3 micro-steps");
 }
 END_TEST
 
 START_TEST(t_nosync_one_collective_set)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 4, 2, 4, 1);
-    ddp_case_run(c, NULL, "ddp_train_step with 4 micro-steps (4 ranks)");
+    ddp_case *c = ddp_case_run(4, 2, 4, 1, NULL, "ddp_train_step with 4 micro-steps (4 ranks)");
     for (int r = 0; r < c->n; r++)
         for (int s = 0; s < c->steps; s++)
             ck_assert_msg(c->calls[r][s] == c->nbuckets,
@@ -826,18 +808,12 @@ START_TEST(t_nosync_one_collective_set)
                           (long long)c->calls[r][s], c->nbuckets, c->nbuckets);
     check_grads(c, "4 ranks x 4 micro-steps");
     ddp_case_free(c);
-    free(c);
 }
 END_TEST
 
 START_TEST(t_nosync_single_rank)
 {
-    ddp_case *c = malloc(sizeof *c);
-    ddp_case_init(c, 1, 1, 2, 1);
-    ddp_case_run(c, NULL, "ddp_train_step with 2 micro-steps (1 rank)");
-    check_grads(c, "1 rank x 2 micro-steps");
-    ddp_case_free(c);
-    free(c);
+    grads_case(1, 1, 2, 1, "ddp_train_step with 2 micro-steps (1 rank)", "1 rank x 2 micro-steps");
 }
 END_TEST
 

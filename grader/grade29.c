@@ -341,6 +341,15 @@ static void run_or_fail(const zero_run_config *rc, zero_run_stats *s, const char
                   rl_status_name(st));
 }
 
+/* Runs stage st on 4 ranks with the default profile (run_config) and returns what it measured. */
+static zero_run_stats run_stage4(zero_stage st, const char *what)
+{
+    zero_run_config rc = run_config(st, 4, NULL);
+    zero_run_stats s;
+    run_or_fail(&rc, &s, what);
+    return s;
+}
+
 /* The formula's per-rank bytes, written out here: bf16 params and grads, fp32 master, m, v. */
 static void formula(double psi, int n, zero_stage st, double *p, double *g, double *o)
 {
@@ -502,9 +511,7 @@ END_TEST
 
 START_TEST(t_z1_memory)
 {
-    zero_run_config rc = run_config(ZERO_STAGE1, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-1");
+    zero_run_stats s = run_stage4(ZERO_STAGE1, "ZeRO-1");
     check_states(&s, ZERO_STAGE1, 4, "ZeRO-1 on 4 ranks");
     double p, g, o;
     formula((double)s.params, 4, ZERO_STAGE1, &p, &g, &o);
@@ -517,9 +524,7 @@ END_TEST
 
 START_TEST(t_z1_traffic)
 {
-    zero_run_config rc = run_config(ZERO_STAGE1, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-1");
+    zero_run_stats s = run_stage4(ZERO_STAGE1, "ZeRO-1");
     double want = calc_traffic((double)s.params, 4, 4, RL_CALC_ZERO1);
     ck_assert_msg(near((double)s.shard_sent, want),
                   "ZeRO-1 on 4 ranks: rank 0 sent %lld bytes in one step; a reduce-scatter of the gradients and an "
@@ -539,9 +544,7 @@ END_TEST
 
 START_TEST(t_z2_grad_memory)
 {
-    zero_run_config rc = run_config(ZERO_STAGE2, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-2");
+    zero_run_stats s = run_stage4(ZERO_STAGE2, "ZeRO-2");
     check_states(&s, ZERO_STAGE2, 4, "ZeRO-2 on 4 ranks");
     double shard = 2.0 * (double)s.params / 4, bound = shard + 2.0 * 2 * (double)s.max_unit_padded;
     ck_assert_msg((double)s.mem_peak[RL_MEM_GRAD] <= 1.01 * bound,
@@ -555,9 +558,7 @@ END_TEST
 
 START_TEST(t_z2_traffic)
 {
-    zero_run_config rc = run_config(ZERO_STAGE2, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-2");
+    zero_run_stats s = run_stage4(ZERO_STAGE2, "ZeRO-2");
     double want = calc_traffic((double)s.params, 4, 4, RL_CALC_ZERO2);
     ck_assert_msg(near((double)s.shard_sent, want),
                   "ZeRO-2 on 4 ranks: rank 0 sent %lld bytes in one step; expected 2(N-1)/N x Ψ x 2 bytes = %.0f, the "
@@ -610,9 +611,7 @@ END_TEST
 
 START_TEST(t_z3_memory)
 {
-    zero_run_config rc = run_config(ZERO_STAGE3, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-3");
+    zero_run_stats s = run_stage4(ZERO_STAGE3, "ZeRO-3");
     check_states(&s, ZERO_STAGE3, 4, "ZeRO-3 on 4 ranks (every gathered unit must be freed after use)");
     double shard = 2.0 * (double)s.params / 4, bound = shard + 2.0 * (double)s.max_pair_padded;
     ck_assert_msg((double)s.mem_peak[RL_MEM_PARAM] <= 1.01 * bound,
@@ -648,9 +647,7 @@ END_TEST
 
 START_TEST(t_z3_traffic)
 {
-    zero_run_config rc = run_config(ZERO_STAGE3, 4, NULL);
-    zero_run_stats s;
-    run_or_fail(&rc, &s, "ZeRO-3");
+    zero_run_stats s = run_stage4(ZERO_STAGE3, "ZeRO-3");
     double want = calc_traffic((double)s.params, 4, 4, RL_CALC_ZERO3);
     double ddp = calc_traffic((double)s.params, 4, 4, RL_CALC_DDP);
     ck_assert_msg(near((double)s.shard_sent, want),
