@@ -106,8 +106,12 @@ int rl_backend_world_init(rl_world *w, int ngpus)
             return RL_ERR_UNSUPPORTED;
         }
     }
-    char name[160];
+    char name[160], meta[200];
     rl_cuda_device_name(0, name, sizeof name);
+    /* the trace says where it was measured (lab summaries print measured figures then) */
+    snprintf(meta, sizeof meta, "cuda, %s, %s", name, nccl ? "NCCL" : "device-memory transport");
+    for (int r = 0; r < n; r++)
+        rl_trace_set_meta(w->ctxs[r]->trace, "backend", meta);
     if (nccl) {
         int *devs = malloc((size_t)n * sizeof *devs);
         void **comms = calloc((size_t)n, sizeof *comms);

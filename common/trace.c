@@ -143,6 +143,59 @@ void rl_trace_sort(rl_trace *t)
         qsort(t->mem, t->nmem, sizeof *t->mem, mem_cmp);
 }
 
+typedef struct span {
+    double a, b;
+} span;
+
+static int span_cmp(const void *x, const void *y)
+{
+    double d = ((const span *)x)->a - ((const span *)y)->a;
+    return d < 0 ? -1 : d > 0;
+}
+
+double rl_trace_comm_hidden(const rl_trace *t, int rank, int step, int wall, double *comm_s, double *hidden_s)
+{
+    size_t ncomp = 0, k = 0;
+    for (size_t i = 0; i < t->n; i++)
+        ncomp += t->ev[i].rank == rank && t->ev[i].stream == 0 && t->ev[i].cat == RL_CAT_COMPUTE;
+    span *comp = malloc((ncomp ? ncomp : 1) * sizeof *comp);
+    double comm = 0, hidden = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        if (e->rank == rank && e->stream == 0 && e->cat == RL_CAT_COMPUTE && (step < 0 || e->tags[RL_TAG_STEP] == step))
+            comp[k++] = (span){ wall ? e->wstart : e->vstart, wall ? e->wend : e->vend };
+    }
+    qsort(comp, k, sizeof *comp, span_cmp);
+    /* merge the compute spans into disjoint ones, then intersect each comm span with them */
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m && comp[i].a <= comp[m - 1].b) {
+            if (comp[i].b > comp[m - 1].b)
+                comp[m - 1].b = comp[i].b;
+        } else {
+            comp[m++] = comp[i];
+        }
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        if (e->rank != rank || e->stream != 1 || e->cat != RL_CAT_COMM || (step >= 0 && e->tags[RL_TAG_STEP] != step))
+            continue;
+        double a = wall ? e->wstart : e->vstart, b = wall ? e->wend : e->vend;
+        comm += b - a;
+        for (size_t j = 0; j < m && comp[j].a < b; j++) {
+            double lo = comp[j].a > a ? comp[j].a : a, hi = comp[j].b < b ? comp[j].b : b;
+            if (hi > lo)
+                hidden += hi - lo;
+        }
+    }
+    free(comp);
+    if (comm_s)
+        *comm_s = comm;
+    if (hidden_s)
+        *hidden_s = hidden;
+    return comm > 0 ? hidden / comm : -1;
+}
+
 void rl_trace_set_mesh(rl_trace *t, int ndims, const char *const *names, const int *sizes)
 {
     if (ndims < 0 || ndims > RL_MESH_MAX)
@@ -208,7 +261,11 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
         json_object_set_new(args, "comm", json_string(e->comm));
     if (e->shapes)
         json_object_set_new(args, "shapes", json_string(e->shapes));
-    if (with_wall) {
+    int measured = with_wall == RL_TRACE_MEASURED;
+    if (measured) {
+        json_object_set_new(args, "model_ts", json_real(us(e->vstart)));
+        json_object_set_new(args, "model_dur", json_real(us(e->vend - e->vstart)));
+    } else if (with_wall) {
         json_object_set_new(args, "wall_ts", json_real(us(e->wstart)));
         json_object_set_new(args, "wall_dur", json_real(us(e->wend - e->wstart)));
     }
@@ -218,8 +275,8 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
     json_object_set_new(o, "ph", json_string("X"));
     json_object_set_new(o, "pid", json_integer(e->rank));
     json_object_set_new(o, "tid", json_integer(e->stream));
-    json_object_set_new(o, "ts", json_real(us(e->vstart)));
-    json_object_set_new(o, "dur", json_real(us(e->vend - e->vstart)));
+    json_object_set_new(o, "ts", json_real(us(measured ? e->wstart : e->vstart)));
+    json_object_set_new(o, "dur", json_real(us(measured ? e->wend - e->wstart : e->vend - e->vstart)));
     json_object_set_new(o, "args", args);
     return o;
 }

@@ -73,6 +73,11 @@ int rl_trace_add(rl_trace *t, const rl_trace_event *e);
 int rl_trace_add_mem(rl_trace *t, const rl_mem_sample *s);
 /* Appends every event and sample of src (events of one rank) to dst. */
 int rl_trace_merge(rl_trace *dst, const rl_trace *src);
+/* Comm hidden behind compute for one rank and step (step -1: every event), from virtual
+ * times (wall 0) or measured wall times (wall 1): *comm_s is the comm-stream busy time
+ * (collectives), *hidden_s the part of it under some compute-stream op. Returns
+ * hidden/comm, or -1 when the rank had no comm in that step. */
+double rl_trace_comm_hidden(const rl_trace *t, int rank, int step, int wall, double *comm_s, double *hidden_s);
 /* Sorts events by (rank, stream, vstart, vend, name) — a deterministic order. */
 void rl_trace_sort(rl_trace *t);
 /* Records the device mesh (e.g. names {"dp","tp"}, sizes {2,2}, outermost first). */
@@ -82,9 +87,13 @@ void rl_trace_set_meta(rl_trace *t, const char *key, const char *value);
 /* Looks a headline figure up; NULL if absent. */
 const char *rl_trace_get_meta(const rl_trace *t, const char *key);
 
-/* Writes Chrome trace-event JSON; wall times are included only when with_wall is set
- * (without them the file is byte-identical from run to run). Returns 0 or an error, with
- * a message in err. */
+/* What rl_trace_write_json puts in ts/dur: the modelled clock (wall times left out, so the
+ * file is byte-identical from run to run), the modelled clock with wall times in args
+ * (wall_ts, wall_dur), or the measured clock of a --backend cuda run (CUDA events) with
+ * the modelled times in args (model_ts, model_dur). */
+enum { RL_TRACE_MODELLED = 0, RL_TRACE_WITH_WALL = 1, RL_TRACE_MEASURED = 2 };
+/* Writes Chrome trace-event JSON; with_wall is one of RL_TRACE_MODELLED/WITH_WALL/MEASURED.
+ * Returns 0 or an error, with a message in err. */
 int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen);
 /* Reads a file written by rl_trace_write_json (or any Chrome trace with ph "X" events).
  * On error returns NULL with a message naming the problem and the line/column. */

@@ -31,6 +31,11 @@ run() {
 result() { printf '| %-44s | %-58s | %-4s |\n' "$1" "$2" "$3" >>"$SUMMARY"; [ "$3" = PASS ] || [ "$3" = "-" ] || status=1; }
 
 main() {
+export PATH="$PATH:/usr/local/cuda/bin"
+if ! command -v make >/dev/null && ls .gpu-deps/make_*.deb >/dev/null 2>&1; then
+  dpkg -x .gpu-deps/make_*.deb /tmp/ringlab-make && export PATH="/tmp/ringlab-make/usr/bin:$PATH"
+  echo "make unpacked from .gpu-deps/"
+fi
 say "machine"
 date -u '+%Y-%m-%d %H:%M UTC'
 nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv,noheader 2>/dev/null \
@@ -93,9 +98,6 @@ grep -E '^\| (bf16|f32) [0-9]+\^3' /tmp/ringlab-gpu-ops.log | while IFS='|' read
   result "GEMM $(echo $what)" "$(echo $tf) TFLOP/s ($(echo $pct))" "-"
 done
 
-say "bench all_reduce: device-memory transport (4 ranks on GPU 0; NCCL not used)"
-CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 run "$STEP_LIMIT" build/ringlab bench all_reduce --backend cuda --ranks 4 \
-  -b 8 -e 16M -f 4 -n 5 -w 2 | tee /tmp/ringlab-gpu-bench.log; rc=${PIPESTATUS[0]}
 bench_row() { # $1 label, $2 log, $3 rc
   local wrong oob bw
   wrong=$(awk '!/^#/ && NF >= 13 { w += $9 + $13 } END { print w + 0 }' "$2")
@@ -104,15 +106,32 @@ bench_row() { # $1 label, $2 log, $3 rc
   result "$1" "#wrong $wrong, out of bounds ${oob:-?}, avg busbw ${bw:-?} GB/s" \
     "$([ "$3" -eq 0 ] && [ "$wrong" = 0 ] && [ "${oob:-x}" = 0 ] && echo PASS || echo FAIL)"
 }
-bench_row "bench all_reduce, device transport, 4 ranks" /tmp/ringlab-gpu-bench.log "$rc"
+# bench LABEL RANKS ENV... -- ARGS...: one bench run, its row in the summary
+bench() {
+  local label=$1 ranks=$2; shift 2
+  local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  if [ -n "${bench_hung:-}" ]; then result "$label" "skipped: $bench_hung timed out" FAIL; return; fi
+  echo "-- $label"
+  env "${envs[@]}" timeout -k 10 "$STEP_LIMIT" build/ringlab bench "$@" --backend cuda --ranks "$ranks" \
+    >/tmp/ringlab-gpu-bench.log 2>&1; local rc=$?
+  cat /tmp/ringlab-gpu-bench.log
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && bench_hung="$label"
+  bench_row "$label" /tmp/ringlab-gpu-bench.log "$rc"
+}
+say "bench: device-memory transport (4 ranks on GPU 0; NCCL not used), every collective"
+bench "all_reduce, devmem, 4 ranks, to 256M" 4 CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 -- all_reduce -b 1M -e 256M -f 4 -n 10 -w 3
+for coll in reduce_scatter all_gather broadcast reduce all_to_all all_to_allv sendrecv; do
+  bench "$coll, devmem, 4 ranks" 4 CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 -- $coll -b 1K -e 16M -f 16 -n 5 -w 2
+done
+bench "all_reduce bf16, devmem, 4 ranks" 4 CUDA_VISIBLE_DEVICES=0 RL_NO_NCCL=1 -- all_reduce -d bfloat16 -b 1K -e 16M -f 16 -n 5 -w 2
+say "bench: NCCL, one rank per GPU"
+for coll in all_reduce reduce_scatter all_gather broadcast all_to_all sendrecv; do
+  bench "$coll, NCCL, 1 rank" 1 -- $coll -b 1K -e 64M -f 64 -n 5 -w 2
+done
 if [ "$ngpus" -ge 2 ]; then
-  say "bench all_reduce: NCCL, one GPU per rank ($ngpus ranks)"
-  run "$STEP_LIMIT" build/ringlab bench all_reduce --backend cuda --ranks "$ngpus" -b 8 -e 16M -f 4 -n 5 -w 2 \
-    | tee /tmp/ringlab-gpu-nccl.log; rc=${PIPESTATUS[0]}
-  bench_row "bench all_reduce, NCCL, $ngpus ranks" /tmp/ringlab-gpu-nccl.log "$rc"
+  bench "all_reduce, NCCL, $ngpus ranks" "$ngpus" -- all_reduce -b 8 -e 256M -f 4 -n 10 -w 3
 else
-  echo "(one GPU: the NCCL bench needs >= 2 GPUs; skipped)"
-  result "bench all_reduce, NCCL" "skipped: one GPU (NCCL needs one GPU per rank)" "-"
+  result "bench all_reduce, NCCL, >= 2 ranks" "skipped: one GPU (NCCL needs one GPU per rank)" "-"
 fi
 
 say "lab 28 (reference solution), --backend cuda vs sim, same seed"
@@ -123,11 +142,13 @@ else
   for ranks in 1 4; do
     for be in sim cuda; do
       echo "-- $ranks rank(s), --backend $be"
-      run "$STEP_LIMIT" build/solutions/$lab/run --ranks $ranks --backend $be --seed 1 >/tmp/ringlab-lab28-$be.log 2>&1
+      tr=""; [ "$be" = cuda ] && [ -n "${OUT:-}" ] && tr="--trace $OUT/lab28-cuda-$ranks.json"
+      run "$STEP_LIMIT" build/solutions/$lab/run --ranks $ranks --backend $be --seed 1 $tr >/tmp/ringlab-lab28-$be.log 2>&1
       eval "rc_$be=\$?"
-      grep -E '^(Loss|Machine step|ringlab:)|overlap:' /tmp/ringlab-lab28-$be.log
+      grep -E '^(Loss|Machine step|ringlab:)|overlap:|measured' /tmp/ringlab-lab28-$be.log
       eval "loss_$be=\$(sed -n 's/^Loss .*, \([0-9.eE+-]*\) after step.*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
-      eval "ovl_$be=\$(sed -n 's/.*overlap: \([0-9]*%\).*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
+      eval "ovl_$be=\$(sed -n 's/.*[^d] overlap: \([0-9]*%\).*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
+      eval "movl_$be=\$(sed -n 's/.*measured overlap: \([0-9]*%\).*/\1/p;s/.*\(no collective ran\).*/none (no collective)/p' /tmp/ringlab-lab28-$be.log | tail -1)"
     done
     verdict=$(awk -v a="${loss_cuda:-x}" -v b="${loss_sim:-y}" -v t="$LOSS_TOL" 'BEGIN {
       if (a == "x" || b == "y" || b + 0 == 0) { print "FAIL -"; exit }
@@ -135,8 +156,19 @@ else
     result "lab 28, $ranks rank(s): final loss cuda vs sim" \
       "cuda ${loss_cuda:-none} sim ${loss_sim:-none} rel ${verdict#* } (tol $LOSS_TOL)" \
       "$([ "${rc_cuda:-1}" -eq 0 ] && [ "${rc_sim:-1}" -eq 0 ] && echo "${verdict%% *}" || echo FAIL)"
-    result "lab 28, $ranks rank(s): overlap (comm hidden)" "cuda ${ovl_cuda:-none} (measured), sim ${ovl_sim:-none} (modelled)" "-"
+    result "lab 28, $ranks rank(s): comm hidden" "measured ${movl_cuda:-none} (CUDA events); modelled ${ovl_sim:-none}" "-"
   done
+fi
+
+say "compute-sanitizer memcheck: lab 28, 4 ranks, 2 steps, --backend cuda"
+if command -v compute-sanitizer >/dev/null && [ -n "$lab" ]; then
+  run 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    build/solutions/$lab/run --ranks 4 --backend cuda --steps 2 >/tmp/ringlab-sanitizer.log 2>&1; rc=$?
+  tail -5 /tmp/ringlab-sanitizer.log
+  result "compute-sanitizer memcheck, lab 28 (4 ranks)" "$(grep -E 'ERROR SUMMARY' /tmp/ringlab-sanitizer.log | tail -1)" \
+    "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)"
+else
+  result "compute-sanitizer memcheck" "skipped: compute-sanitizer not found" "-"
 fi
 return $status
 }
@@ -159,6 +191,7 @@ if [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
   sed -n '/^## make gpu-check summary/,$p' "$LOG" >"$OUT/gpu-check.txt"
   cp "$LOG" "$OUT/gpu-check.log"
   cp /tmp/ringlab-gpu-build.log "$OUT/build.log" 2>/dev/null
+  cp /tmp/ringlab-sanitizer.log "$OUT/sanitizer.log" 2>/dev/null
 fi
 rm -f "$SUMMARY" "$LOG"
 exit $status

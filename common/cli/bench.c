@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "backend.h"
 #include "ringlab.h"
 
 #define MAX_ROWS 64
@@ -27,6 +28,7 @@ typedef struct {
     int64_t step_bytes;
     int iters, warmup, check;
     int nrows;
+    int on_gpu;        /* the run went to --backend cuda */
     bench_row rows[MAX_ROWS];
 } bench_cfg;
 
@@ -180,6 +182,8 @@ static int bench_rank(rl_ctx *ctx, void *arg)
     bench_cfg *b = arg;
     rl_comm *world = rl_comm_world(ctx);
     int n = rl_comm_size(world), r = rl_comm_rank(world);
+    if (r == 0)
+        b->on_gpu = rl_backend_has_gpu(ctx);
     for (int row = 0; row < b->nrows; row++) {
         bench_row *br = &b->rows[row];
         int64_t sc, rc;
@@ -412,7 +416,11 @@ int rl_cmd_bench(int argc, char **argv)
     }
     printf("#\n# Modelled time on %s (virtual clock of the sim backend, alpha-beta model)\n", opts.hw->name);
     print_table(b, opts.ranks, 0);
-    printf("#\n# Wall time on this machine (%d rank threads through shared memory)\n", opts.ranks);
+    if (b->on_gpu)
+        printf("#\n# Wall time on the GPU (%d rank%s; per call: enqueue, the kernels or NCCL on the comm stream, "
+               "and the host's wait for them)\n", opts.ranks, opts.ranks == 1 ? "" : "s");
+    else
+        printf("#\n# Wall time on this machine (%d rank threads through shared memory)\n", opts.ranks);
     print_table(b, opts.ranks, 1);
     rc = 0;
     for (int i = 0; i < b->nrows; i++)

@@ -134,6 +134,57 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* Comm hidden behind compute: compute [0,4] and [3,6] merge to [0,6]; comm [5,9] on step 0
+ * has 1 of 4 hidden; a comm span of step 1 and another rank's compute are ignored; wall
+ * times are used with wall=1. */
+START_TEST(test_trace_comm_hidden)
+{
+    rl_trace *t = rl_trace_new(2);
+    struct { int rank, stream, cat, step; double a, b; } ev[] = {
+        { 0, 0, RL_CAT_COMPUTE, 0, 0, 4 }, { 0, 0, RL_CAT_COMPUTE, 0, 3, 6 }, { 0, 1, RL_CAT_COMM, 0, 5, 9 },
+        { 0, 1, RL_CAT_COMM, 1, 10, 12 }, { 1, 0, RL_CAT_COMPUTE, 0, 6, 9 }, { 0, 0, RL_CAT_IDLE, 0, 6, 9 },
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        rl_trace_event e;
+        rl_trace_event_init(&e);
+        e.rank = ev[i].rank;
+        e.stream = ev[i].stream;
+        e.cat = (rl_cat)ev[i].cat;
+        e.tags[RL_TAG_STEP] = ev[i].step;
+        e.vstart = ev[i].a;
+        e.vend = ev[i].b;
+        e.wstart = 2 * ev[i].a; /* wall: everything twice as long */
+        e.wend = 2 * ev[i].b;
+        rl_trace_add(t, &e);
+    }
+    double comm = 0, hidden = 0;
+    ck_assert_double_eq_tol(rl_trace_comm_hidden(t, 0, 0, 0, &comm, &hidden), 0.25, 1e-12);
+    ck_assert_double_eq_tol(comm, 4, 1e-12);
+    ck_assert_double_eq_tol(hidden, 1, 1e-12);
+    ck_assert_double_eq_tol(rl_trace_comm_hidden(t, 0, 0, 1, &comm, &hidden), 0.25, 1e-12);
+    ck_assert_double_eq_tol(comm, 8, 1e-12);
+    ck_assert_double_eq_tol(rl_trace_comm_hidden(t, 0, -1, 0, &comm, NULL), 1.0 / 6, 1e-12);
+    ck_assert_double_eq(rl_trace_comm_hidden(t, 1, 0, 0, NULL, NULL), -1);
+    /* a measured-clock file (a --backend cuda run) carries the wall times as ts/dur */
+    char path[] = "/tmp/rl_measured_XXXXXX", err[256];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    rl_trace_sort(t); /* the reader sorts too (wall = 2 x modelled keeps the order) */
+    ck_assert_int_eq(rl_trace_write_json(t, path, RL_TRACE_MEASURED, err, sizeof err), 0);
+    rl_trace *r = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq((int)r->n, (int)t->n);
+    for (size_t i = 0; i < r->n; i++) {
+        ck_assert_double_eq_tol(r->ev[i].vstart, t->ev[i].wstart, 1e-9);
+        ck_assert_double_eq_tol(r->ev[i].vend, t->ev[i].wend, 1e-9);
+    }
+    rl_trace_free(r);
+    unlink(path);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_trace_roundtrip_and_errors)
 {
     char path[64], err[512];
@@ -287,6 +338,7 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, test_options);
     tcase_add_test(tc, test_cost_model);
     tcase_add_test(tc, test_trace_roundtrip_and_errors);
+    tcase_add_test(tc, test_trace_comm_hidden);
     suite_add_tcase(s, tc);
     TCase *cli = tcase_create("bench_cli");
     tcase_set_timeout(cli, 120);

@@ -157,6 +157,9 @@ typedef struct ddp_run_stats {
     double rank_step[DDP_MAX_RANKS];  /* per rank: step time, s */
     double rank_wait[DDP_MAX_RANKS];  /* per rank: compute-stream idle (waiting) time, s */
     float first_loss, last_loss;
+    /* --backend cuda: rank 0's last step on the real timeline (CUDA events); overlap −1 on sim */
+    double measured_comm, measured_hidden, measured_overlap;
+    char backend[200];          /* "cuda, NVIDIA H200 ..., NCCL"; "" on sim */
     int64_t bucket_params[64];  /* per bucket (first 64): parameters and bytes */
     int64_t bucket_bytes[64];
 } ddp_run_stats;

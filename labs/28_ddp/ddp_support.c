@@ -358,6 +358,12 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
         out->overlap = out->comm_time > 0 ? 1.0 - out->exposed_comm / out->comm_time : 1.0;
         if (out->overlap < 0)
             out->overlap = 0;
+        out->measured_overlap = -1;
+        const char *be = rl_trace_get_meta(tr, "backend");
+        if (be) {
+            snprintf(out->backend, sizeof out->backend, "%s", be);
+            out->measured_overlap = rl_trace_comm_hidden(tr, 0, s, 1, &out->measured_comm, &out->measured_hidden);
+        }
         out->bytes_sent = l0->sent1 - l0->sent0;
         out->allreduce_calls = l0->calls1 - l0->calls0;
         out->first_loss = 0;

@@ -101,6 +101,12 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
     printf("        exposed comm %.1f us, hidden %.1f us -> overlap: %.0f%% of comm hidden behind backward\n",
            s->exposed_comm * 1e6, (s->comm_time - s->exposed_comm > 0 ? s->comm_time - s->exposed_comm : 0) * 1e6,
            100.0 * s->overlap);
+    if (s->backend[0] && s->measured_overlap < 0) /* --backend cuda: the real timeline beside the model */
+        printf("        measured on the GPU (%s, CUDA events): no collective ran in the last step\n", s->backend);
+    else if (s->backend[0])
+        printf("        measured on the GPU (%s, CUDA events, rank 0, last step): comm %.1f us, %.1f us of it\n"
+               "        under compute -> measured overlap: %.0f%% of comm hidden (the lines above are modelled)\n",
+               s->backend, s->measured_comm * 1e6, s->measured_hidden * 1e6, 100.0 * s->measured_overlap);
     if (cfg->opts.nfaults) {
         printf("        per rank: step time / time waiting on comm (us):");
         for (int r = 0; r < n && r < DDP_MAX_RANKS; r++)
