@@ -56,7 +56,8 @@ if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nc
       [ -f "$site/nvidia/nccl/include/nccl.h" ] && { nccl_home="$site/nvidia/nccl"; break 2; }
     done
   done
-  [ -n "$nccl_home" ] && echo "NCCL from the Python wheel: $nccl_home" || echo "NCCL not found: only the device-memory transport"
+  [ -n "$nccl_home" ] && echo "NCCL from the Python wheel: $nccl_home ($(ls "$nccl_home"/lib 2>/dev/null | tr '\n' ' '))" \
+    || echo "NCCL not found: only the device-memory transport"
 fi
 
 # The GPU machine has no network: the JSON library comes as Debian packages carried in
