@@ -17,6 +17,7 @@ struct rl_storage {
     rl_device device;
     rl_mem_cat cat;
     rl_ctx *ctx;
+    int charged;            /* counted in ctx's memory account (not a GPU run's host staging) */
 };
 
 /* Flight record states. */

@@ -557,11 +557,9 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
     rl_trace *t = collect_trace(w);
     if (opts->trace_path) {
         char err[512];
-        /* GPU backend (issue 6): a cuda run's trace is on the measured clock (CUDA events) */
-        int clock = w->gpu_mode ? RL_TRACE_MEASURED : opts->trace_wall ? RL_TRACE_WITH_WALL : RL_TRACE_MODELLED;
-        if (w->gpu_mode)
-            rl_trace_set_meta(t, "clock", "measured (CUDA events); memory samples on the modelled clock");
-        if (rl_trace_write_json(t, opts->trace_path, clock, err, sizeof err)) {
+        if (w->gpu_mode) /* GPU backend (issue 6): event times are CUDA-event measurements */
+            rl_trace_set_meta(t, "clock", "measured on the GPU (CUDA events)");
+        if (rl_trace_write_json(t, opts->trace_path, opts->trace_wall, err, sizeof err)) {
             fprintf(stderr, "ringlab: %s\n", err);
             if (!result)
                 result = RL_ERR_IO;

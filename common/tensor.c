@@ -139,8 +139,10 @@ static struct rl_tensor_node *node_new(rl_ctx *ctx, const char *name, rl_dtype d
     return n;
 }
 
-rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_cat cat,
-                         int ndim, const int64_t *shape, const char *dims)
+/* A new tensor on the GPU (gpu = 1, charged) or in host memory (gpu = 0; charged unless
+ * it is a host staging buffer of a GPU run, which the account of device memory leaves out). */
+static rl_tensor *tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_cat cat, int ndim,
+                             const int64_t *shape, const char *dims, int gpu, int charge)
 {
     int64_t numel;
     if (check_shape(ctx, name, ndim, shape, &numel))
@@ -153,7 +155,6 @@ rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_c
     struct rl_tensor_node *n = node_new(ctx, name, dtype, ndim, shape, dims, numel);
     rl_storage *s = calloc(1, sizeof *s);
     int64_t bytes = numel * (int64_t)rl_dtype_size(dtype);
-    int gpu = ctx && ctx->world->gpu_mode; /* GPU backend hook (issue 6): device memory */
     char gerr[300] = "";
     void *data = gpu ? rl_backend_alloc(ctx, bytes, gerr, sizeof gerr) : calloc(1, bytes > 0 ? (size_t)bytes : 1);
     if (gpu && !data) {
@@ -179,10 +180,24 @@ rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_c
     n->t.storage = s;
     n->t.cat = cat;
     n->t.device = s->device;
-    if (ctx)
+    s->charged = charge;
+    if (ctx && charge)
         rl_mem_charge(&ctx->mem, cat, bytes);
     live_add(ctx, n);
     return &n->t;
+}
+
+rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_cat cat,
+                         int ndim, const int64_t *shape, const char *dims)
+{
+    int gpu = ctx && ctx->world->gpu_mode; /* GPU backend hook (issue 6): device memory */
+    return tensor_new(ctx, name, dtype, cat, ndim, shape, dims, gpu, 1);
+}
+
+rl_tensor *rl_tensor_new_host(rl_ctx *ctx, const char *name, rl_dtype dtype, int64_t n)
+{
+    int gpu_run = ctx && ctx->world->gpu_mode;
+    return tensor_new(ctx, name, dtype, RL_MEM_OTHER, 1, &n, NULL, 0, !gpu_run);
 }
 
 rl_tensor *rl_tensor_new_1d(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_cat cat, int64_t n)
@@ -228,7 +243,7 @@ static void storage_release(rl_storage *s)
 {
     if (--s->refs > 0)
         return;
-    if (s->ctx)
+    if (s->ctx && s->charged)
         rl_mem_charge(&s->ctx->mem, s->cat, -s->bytes);
     if (s->device == RL_CUDA) /* GPU backend hook (issue 6) */
         rl_backend_free(s->data);

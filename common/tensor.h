@@ -33,6 +33,9 @@ rl_tensor *rl_tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_c
                          int ndim, const int64_t *shape, const char *dims);
 /* Shorthand for a 1-D tensor of n elements. */
 rl_tensor *rl_tensor_new_1d(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_mem_cat cat, int64_t n);
+/* A 1-D tensor in host memory even on --backend cuda (a staging buffer the host reads and
+ * writes); owned by ctx like any tensor, so an aborted run frees it; not charged. */
+rl_tensor *rl_tensor_new_host(rl_ctx *ctx, const char *name, rl_dtype dtype, int64_t n);
 /* A view of numel(shape) elements starting at element offset of base (shares storage, no charge). */
 rl_tensor *rl_tensor_view(rl_tensor *base, const char *name, int64_t offset, int ndim,
                           const int64_t *shape, const char *dims);

@@ -261,11 +261,7 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
         json_object_set_new(args, "comm", json_string(e->comm));
     if (e->shapes)
         json_object_set_new(args, "shapes", json_string(e->shapes));
-    int measured = with_wall == RL_TRACE_MEASURED;
-    if (measured) {
-        json_object_set_new(args, "model_ts", json_real(us(e->vstart)));
-        json_object_set_new(args, "model_dur", json_real(us(e->vend - e->vstart)));
-    } else if (with_wall) {
+    if (with_wall) {
         json_object_set_new(args, "wall_ts", json_real(us(e->wstart)));
         json_object_set_new(args, "wall_dur", json_real(us(e->wend - e->wstart)));
     }
@@ -275,8 +271,8 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
     json_object_set_new(o, "ph", json_string("X"));
     json_object_set_new(o, "pid", json_integer(e->rank));
     json_object_set_new(o, "tid", json_integer(e->stream));
-    json_object_set_new(o, "ts", json_real(us(measured ? e->wstart : e->vstart)));
-    json_object_set_new(o, "dur", json_real(us(measured ? e->wend - e->wstart : e->vend - e->vstart)));
+    json_object_set_new(o, "ts", json_real(us(e->vstart)));
+    json_object_set_new(o, "dur", json_real(us(e->vend - e->vstart)));
     json_object_set_new(o, "args", args);
     return o;
 }

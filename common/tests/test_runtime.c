@@ -165,22 +165,6 @@ START_TEST(test_trace_comm_hidden)
     ck_assert_double_eq_tol(comm, 8, 1e-12);
     ck_assert_double_eq_tol(rl_trace_comm_hidden(t, 0, -1, 0, &comm, NULL), 1.0 / 6, 1e-12);
     ck_assert_double_eq(rl_trace_comm_hidden(t, 1, 0, 0, NULL, NULL), -1);
-    /* a measured-clock file (a --backend cuda run) carries the wall times as ts/dur */
-    char path[] = "/tmp/rl_measured_XXXXXX", err[256];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    rl_trace_sort(t); /* the reader sorts too (wall = 2 x modelled keeps the order) */
-    ck_assert_int_eq(rl_trace_write_json(t, path, RL_TRACE_MEASURED, err, sizeof err), 0);
-    rl_trace *r = rl_trace_read_json(path, err, sizeof err);
-    ck_assert_ptr_nonnull(r);
-    ck_assert_int_eq((int)r->n, (int)t->n);
-    for (size_t i = 0; i < r->n; i++) {
-        ck_assert_double_eq_tol(r->ev[i].vstart, t->ev[i].wstart, 1e-9);
-        ck_assert_double_eq_tol(r->ev[i].vend, t->ev[i].wend, 1e-9);
-    }
-    rl_trace_free(r);
-    unlink(path);
     rl_trace_free(t);
 }
 END_TEST

@@ -157,7 +157,8 @@ typedef struct ddp_run_stats {
     double rank_step[DDP_MAX_RANKS];  /* per rank: step time, s */
     double rank_wait[DDP_MAX_RANKS];  /* per rank: compute-stream idle (waiting) time, s */
     float first_loss, last_loss;
-    /* --backend cuda: rank 0's last step on the real timeline (CUDA events); overlap −1 on sim */
+    /* --backend cuda (the times above are then CUDA-event measurements): rank 0's comm in the
+     * last step and the part of it under compute kernels; overlap −1 on sim or without comm */
     double measured_comm, measured_hidden, measured_overlap;
     char backend[200];          /* "cuda, NVIDIA H200 ..., NCCL"; "" on sim */
     int64_t bucket_params[64];  /* per bucket (first 64): parameters and bytes */

@@ -362,7 +362,7 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
         const char *be = rl_trace_get_meta(tr, "backend");
         if (be) {
             snprintf(out->backend, sizeof out->backend, "%s", be);
-            out->measured_overlap = rl_trace_comm_hidden(tr, 0, s, 1, &out->measured_comm, &out->measured_hidden);
+            out->measured_overlap = rl_trace_comm_hidden(tr, 0, s, 0, &out->measured_comm, &out->measured_hidden);
         }
         out->bytes_sent = l0->sent1 - l0->sent0;
         out->allreduce_calls = l0->calls1 - l0->calls0;

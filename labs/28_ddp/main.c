@@ -90,23 +90,27 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
            s->allreduce_calls == 1 ? "" : "s");
     printf("        ring formula 2(n-1)/n x %s = %s (%.0f bytes = %.3f MB)\n",
            rl_fmt_bytes((double)s->param_bytes, b2, sizeof b2), rl_fmt_bytes(ring, b3, sizeof b3), ring, ring / 1e6);
-    printf("Machine step time %.1f us (slowest rank, virtual); rank 0: compute %.1f us, comm stream busy %.1f us\n",
-           s->step_time * 1e6, s->compute_time * 1e6, s->comm_time * 1e6);
+    /* --backend cuda: the trace's times are CUDA-event measurements, not the cost model's */
+    if (s->backend[0])
+        printf("Machine measured on the GPU: %s; times from CUDA events\n", s->backend);
+    printf("%s step time %.1f us (slowest rank, %s); rank 0: compute %.1f us, comm stream busy %.1f us\n",
+           s->backend[0] ? "       " : "Machine", s->step_time * 1e6, s->backend[0] ? "measured" : "virtual",
+           s->compute_time * 1e6, s->comm_time * 1e6);
     if (s->first_comm_start >= 0)
         printf("        backward ended at %.1f us; the first bucket's all-reduce started at %.1f us (%s)\n",
                s->backward_end * 1e6, s->first_comm_start * 1e6,
                s->first_comm_start < s->backward_end ? "during backward" : "after backward");
     else
         printf("        backward ended at %.1f us; no all-reduce ran\n", s->backward_end * 1e6);
-    printf("        exposed comm %.1f us, hidden %.1f us -> overlap: %.0f%% of comm hidden behind backward\n",
-           s->exposed_comm * 1e6, (s->comm_time - s->exposed_comm > 0 ? s->comm_time - s->exposed_comm : 0) * 1e6,
-           100.0 * s->overlap);
-    if (s->backend[0] && s->measured_overlap < 0) /* --backend cuda: the real timeline beside the model */
-        printf("        measured on the GPU (%s, CUDA events): no collective ran in the last step\n", s->backend);
-    else if (s->backend[0])
-        printf("        measured on the GPU (%s, CUDA events, rank 0, last step): comm %.1f us, %.1f us of it\n"
-               "        under compute -> measured overlap: %.0f%% of comm hidden (the lines above are modelled)\n",
-               s->backend, s->measured_comm * 1e6, s->measured_hidden * 1e6, 100.0 * s->measured_overlap);
+    if (!s->backend[0])
+        printf("        exposed comm %.1f us, hidden %.1f us -> overlap: %.0f%% of comm hidden behind backward\n",
+               s->exposed_comm * 1e6,
+               (s->comm_time - s->exposed_comm > 0 ? s->comm_time - s->exposed_comm : 0) * 1e6, 100.0 * s->overlap);
+    else if (s->measured_overlap < 0)
+        printf("        no collective ran in the last step\n");
+    else /* on the GPU, from the measured spans: comm time under some compute kernel */
+        printf("        comm %.1f us, %.1f us of it under compute -> overlap: %.0f%% of comm hidden (measured)\n",
+               s->measured_comm * 1e6, s->measured_hidden * 1e6, 100.0 * s->measured_overlap);
     if (cfg->opts.nfaults) {
         printf("        per rank: step time / time waiting on comm (us):");
         for (int r = 0; r < n && r < DDP_MAX_RANKS; r++)
@@ -119,6 +123,8 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
                one->step_time * 1e6, n, s->step_time * 1e6);
         printf("        -> %d ranks process %dx the samples: speed-up %.2fx, scaling efficiency %.1f%%\n", n, n,
                n * eff, 100.0 * eff);
+        if (strstr(s->backend, "device-memory")) /* more ranks than GPUs: they take turns on one */
+            printf("        (measured with the ranks sharing GPUs: their kernels compete for the same SMs)\n");
     }
     printf("Loss    %.5f after step 0, %.5f after step %d (mean over ranks of the global batch)\n", s->first_loss,
            s->last_loss, cfg->steps - 1);
