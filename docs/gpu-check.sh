@@ -77,7 +77,8 @@ fi
 
 say "build (GPU code for sm_$cc only)"
 lab=$(ls -d labs/28_* 2>/dev/null | head -1); lab=${lab#labs/}
-targets="build/ringlab build/gpu_check ${lab:+build/solutions/$lab/run}"
+others=$(ls -d labs/29_* labs/30_* labs/31_* 2>/dev/null | sed 's|^labs/\(.*\)|build/solutions/\1/run|' | tr '\n' ' ')
+targets="build/ringlab build/gpu_check ${lab:+build/solutions/$lab/run} $others"
 jobs=$(nproc 2>/dev/null || echo 8)
 if ! run 300 make -j"$jobs" ${nccl_home:+NCCL_HOME=$nccl_home} CUDA_ARCH="-gencode arch=compute_$cc,code=sm_$cc" \
      CUDA_ARCH_NAME="sm_$cc" banner $targets >/tmp/ringlab-gpu-build.log 2>&1; then
@@ -159,6 +160,19 @@ else
     result "lab 28, $ranks rank(s): comm hidden" "measured ${ovl_cuda:-none} (CUDA events); modelled ${ovl_sim:-none} (sim)" "-"
   done
 fi
+
+say "labs 29-31 (reference solutions) on --backend cuda, 4 ranks (informational: beyond lab 28)"
+for bin in $others; do
+  name=${bin#build/solutions/}; name=${name%/run}
+  for be in sim cuda; do
+    timeout -k 10 "$STEP_LIMIT" $bin --ranks 4 --backend $be --seed 1 >/tmp/ringlab-lab-$be.log 2>&1
+    eval "rc_$be=\$?"
+    eval "loss_$be=\$(sed -n 's/^Loss .*, \([0-9.eE+-]*\) after step.*/\1/p' /tmp/ringlab-lab-$be.log | tail -1)"
+  done
+  echo "-- $name: sim exit $rc_sim, cuda exit $rc_cuda"; grep -E '^ringlab:|rror' /tmp/ringlab-lab-cuda.log | head -5
+  why=$(grep -E '^ringlab: ' /tmp/ringlab-lab-cuda.log | grep -v -- '--backend cuda: ' | head -1 | cut -c1-50)
+  result "lab ${name%%_*} (info), 4 ranks, cuda" "exit $rc_cuda (sim $rc_sim)${loss_cuda:+; loss cuda $loss_cuda sim $loss_sim}${why:+; $why}" "-"
+done
 
 say "compute-sanitizer memcheck: lab 28, 4 ranks, 2 steps, --backend cuda"
 if command -v compute-sanitizer >/dev/null && [ -n "$lab" ]; then
