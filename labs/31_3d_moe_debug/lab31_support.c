@@ -198,12 +198,18 @@ td_engine *td_engine_new(rl_ctx *ctx, const td_config *cfg, rl_data *data)
     rl_model *full = rl_model_new(ctx, mc);
     if (!full)
         goto fail;
-    float *host = rl_tensor_host_data(e->flat_param);
+    /* built on the host, then copied once (the flat parameter may be GPU memory) */
+    float *host = calloc((size_t)e->padded, sizeof(float));
+    if (!host) {
+        rl_model_free(full);
+        goto fail;
+    }
     for (int i = 0; i < st->nparams; i++) {
         td_param *p = &st->p[i];
         rl_param *fp = rl_model_find_param(full, p->name);
         float *buf = fp ? malloc(sizeof(float) * (size_t)fp->numel) : NULL;
         if (!buf) {
+            free(host);
             rl_model_free(full);
             rl_error(ctx, RL_ERR_ARG, "3D step: the one-rank model has no parameter %s", p->name);
             goto fail;
@@ -217,6 +223,10 @@ td_engine *td_engine_new(rl_ctx *ctx, const td_config *cfg, rl_data *data)
         p->grad = rl_tensor_view(e->flat_grad, p->name, p->off, nd, nd == 1 ? shp + 1 : shp, NULL);
     }
     rl_model_free(full);
+    int copied = rl_tensor_from_f32(e->flat_param, host, e->padded);
+    free(host);
+    if (copied)
+        goto fail;
     /* activations and p2p buffers per micro-batch */
     int64_t b = st->b;
     st->acts = calloc((size_t)m, sizeof *st->acts);
@@ -440,17 +450,24 @@ int td_export_params(const td_engine *e, float *full)
         rl_ctx_free_standalone(sctx);
         return RL_ERR_ARG;
     }
-    const float *host = rl_tensor_host_data(e->flat_param);
+    float *host = malloc(sizeof(float) * (size_t)e->padded); /* a host copy (GPU memory too) */
+    if (!host || rl_tensor_to_f32(e->flat_param, host, e->padded)) {
+        free(host);
+        rl_model_free(m);
+        rl_ctx_free_standalone(sctx);
+        return RL_ERR_NOMEM;
+    }
     int64_t base = 0;
     for (int i = 0; i < m->nparams; i++) {
         rl_param *fp = &m->params[i];
         for (int k = 0; k < e->st->nparams; k++) {
             const td_param *p = &e->st->p[k];
             if (strcmp(p->name, fp->name) == 0)
-                copy_piece(e, p, full + base, full_cols_of(e, p), (float *)host + p->off, 1);
+                copy_piece(e, p, full + base, full_cols_of(e, p), host + p->off, 1);
         }
         base += fp->numel;
     }
+    free(host);
     rl_model_free(m);
     rl_ctx_free_standalone(sctx);
     return 0;
@@ -466,9 +483,19 @@ static rl_tensor *seeded(rl_ctx *ctx, const char *name, int64_t rows, int64_t co
     if (!t)
         return NULL;
     rl_rng r = rl_rng_make(seed, stream);
-    float *d = rl_tensor_host_data(t);
+    float *d = malloc(sizeof(float) * (size_t)(rows * cols)); /* host values, copied once (GPU too) */
+    if (!d) {
+        rl_tensor_free(t);
+        return NULL;
+    }
     for (int64_t i = 0; i < rows * cols; i++)
         d[i] = (float)(std * rl_rng_normal(&r));
+    int rc = rl_tensor_from_f32(t, d, rows * cols);
+    free(d);
+    if (rc) {
+        rl_tensor_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -616,6 +643,7 @@ static int fault_rank(rl_ctx *ctx, void *arg)
     rl_tensor *x = t2(ctx, "x", RL_MEM_ACTIVATION, B, H, "b,h"), *y = t2(ctx, "y", RL_MEM_ACTIVATION, B, H, "b,h");
     rl_tensor *g = rl_tensor_new_1d(ctx, "grads", RL_F32, RL_MEM_GRAD, 256);
     rl_tensor *w[16] = { 0 }; /* no malloc here: a rank stopped by the watchdog exits without returning */
+    float xhost[4 * 16];      /* B x H: the step's input, built on the host (copied to the GPU there) */
     int rc = x && y && g ? 0 : RL_ERR_NOMEM;
     for (int l = 0; l < L && !rc; l++)
         if (!(w[l] = seeded(ctx, "layer.w", H, H, 1.0 / sqrt((double)H), 77, (uint64_t)l)))
@@ -626,9 +654,9 @@ static int fault_rank(rl_ctx *ctx, void *arg)
         double t0 = rl_stream_time(ctx, RL_STREAM_COMPUTE);
         rl_step_begin(ctx, s);
         rl_rng d = rl_rng_make(1234 + (uint64_t)s, (uint64_t)r);
-        float *xd = rl_tensor_host_data(x);
         for (int64_t i = 0; i < B * H; i++)
-            xd[i] = (float)rl_rng_normal(&d);
+            xhost[i] = (float)rl_rng_normal(&d);
+        rc = rl_tensor_from_f32(x, xhost, B * H);
         for (int l = 0; l < L && !rc; l++) {
             rl_set_tag(ctx, RL_TAG_LAYER, l);
             rc = rl_matmul(ctx, x, 0, w[l], 0, y, 0.0f);

@@ -215,10 +215,12 @@ static int moe_rank_fn(rl_ctx *ctx, void *arg)
     int64_t sh[2] = { 256, mr->cfg.hidden };
     rl_tensor *x = rl_tensor_new(ctx, "x", RL_F32, RL_MEM_ACTIVATION, 2, sh, "tokens,h");
     rl_tensor *y = rl_tensor_new(ctx, "y", RL_F32, RL_MEM_ACTIVATION, 2, sh, "tokens,h");
-    float *xs = rl_tensor_host_data(x);
-    for (int64_t i = 0; i < 256 * mr->cfg.hidden; i++)
+    float *xs = malloc(sizeof(float) * (size_t)(256 * mr->cfg.hidden)); /* host values, copied once */
+    for (int64_t i = 0; xs && i < 256 * mr->cfg.hidden; i++)
         xs[i] = (float)sin(0.37 * (double)i + w);
-    int rc = l && x && y ? moe_forward(l, rl_comm_world(ctx), x, y, &mr->st[w]) : RL_ERR_ARG;
+    int rc = l && x && y && xs && !rl_tensor_from_f32(x, xs, 256 * mr->cfg.hidden)
+                 ? moe_forward(l, rl_comm_world(ctx), x, y, &mr->st[w]) : RL_ERR_ARG;
+    free(xs);
     if (rc && w == 0) {
         mr->rc = rc;
         fprintf(stderr, "%s\n", rl_last_error(ctx));
