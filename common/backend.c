@@ -81,9 +81,126 @@ int rl_backend_resolve(const rl_opts *o, int *use_cuda, int *ngpus)
     return 0;
 }
 
+int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int len)
+{
+    memset(plan, 0, sizeof *plan);
+    msg[0] = 0;
+    if (!f->use_cuda) {
+        /* sim runs every rank as a thread of this process: a launcher's variables only
+         * matter when they say that other processes hold other ranks */
+        if (f->env_found == 1 && f->env.world_size > 1) {
+            snprintf(msg, (size_t)len,
+                     "RANK/WORLD_SIZE say this is process %d of %d, but %s runs every rank as a thread of one "
+                     "process: start one process with --ranks %d, or use --backend cuda on GPUs",
+                     f->env.rank, f->env.world_size,
+                     f->backend == RL_BACKEND_AUTO ? "--backend auto found no GPU, and sim" : "--backend sim",
+                     f->env.world_size);
+            return RL_ERR_ARG;
+        }
+        return 0;
+    }
+    if (f->env_found < 0) {
+        snprintf(msg, (size_t)len, "--backend cuda with one process per rank: %s", f->env_err ? f->env_err : "bad "
+                 "launcher variables");
+        return RL_ERR_ARG;
+    }
+    if (f->env_found == 0) {
+        if (!f->under_mpi)
+            return 0; /* one process, a thread per rank */
+        snprintf(msg, (size_t)len,
+                 "started by mpirun, but %s: export RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT "
+                 "to each process (mpirun -x), or use a build with MPI (mpicc on PATH when building)",
+                 f->built_mpi ? "MPI did not say this process's rank" : "this build has no MPI and no RANK/WORLD_SIZE "
+                 "(or OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE) is set");
+        return RL_ERR_ARG;
+    }
+    if (!f->built_nccl) {
+        snprintf(msg, (size_t)len,
+                 "RANK/WORLD_SIZE say this is process %d of %d, but this build has no NCCL, which one process per "
+                 "rank needs: rebuild with NCCL, or start one process with --ranks %d",
+                 f->env.rank, f->env.world_size, f->env.world_size);
+        return RL_ERR_UNSUPPORTED;
+    }
+    if (f->env.local_rank >= f->ngpus) {
+        snprintf(msg, (size_t)len,
+                 "LOCAL_RANK=%d (rank %d of %d) but this process sees %d GPU%s (0..%d): start at most %d process%s "
+                 "per node (srun --gpus-per-node, torchrun --nproc-per-node), or check CUDA_VISIBLE_DEVICES",
+                 f->env.local_rank, f->env.rank, f->env.world_size, f->ngpus, f->ngpus == 1 ? "" : "s",
+                 f->ngpus - 1, f->ngpus, f->ngpus == 1 ? "" : "es");
+        return RL_ERR_ARG;
+    }
+    plan->dist = 1;
+    plan->by_mpi = f->under_mpi && f->built_mpi;
+    plan->env = f->env;
+    return 0;
+}
+
 #ifdef RL_HAVE_CUDA
 
 /* ------------------------------------------------------------------ world and ranks */
+
+int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
+{
+    char err[600], name[160], how[320];
+    const rl_dist_env *e = &plan->env;
+    rl_ctx *c = w->ctxs[w->dist_rank];
+    w->ngpus = 1;
+    w->gpu_mode = RL_GPU_NCCL;
+    if (!(c->gpu = rl_cuda_rank_new(e->local_rank, err, sizeof err))) {
+        fprintf(stderr, "ringlab: --backend cuda: rank %d on GPU %d: %s\n", e->rank, e->local_rank, err);
+        return RL_ERR_UNSUPPORTED;
+    }
+    if (rl_cuda_timer_base(c->gpu, rl_wall_now(c), err, sizeof err)) {
+        fprintf(stderr, "ringlab: --backend cuda: rank %d: timing events: %s\n", e->rank, err);
+        return RL_ERR_UNSUPPORTED;
+    }
+    unsigned char id[RL_BOOTSTRAP_MAX_ID];
+    int bytes = rl_nccl_id_bytes();
+    memset(id, 0, sizeof id);
+    if (e->rank == 0 && rl_nccl_get_unique_id(id, err, sizeof err)) {
+        fprintf(stderr, "ringlab: --backend cuda: rank 0: NCCL unique id: %s\n", err);
+        return RL_ERR_UNSUPPORTED;
+    }
+    if (plan->by_mpi) {
+        rl_dist_env from_mpi;
+        if (rl_bootstrap_mpi(&from_mpi, id, bytes, err, sizeof err)) {
+            fprintf(stderr, "ringlab: --backend cuda: rank %d: %s\n", e->rank, err);
+            return RL_ERR_UNSUPPORTED;
+        }
+        snprintf(how, sizeof how, "by MPI_Bcast");
+    } else {
+        double timeout = w->opts.timeout_given ? w->opts.timeout_s : 120.0;
+        if (rl_bootstrap_tcp(e, id, bytes, timeout, err, sizeof err)) {
+            fprintf(stderr, "ringlab: --backend cuda: %s\n", err);
+            return RL_ERR_UNSUPPORTED;
+        }
+        snprintf(how, sizeof how, "by TCP from %s:%d", e->master_addr, e->master_port);
+    }
+    void *comm = NULL;
+    if (rl_nccl_init_rank(e->world_size, e->rank, e->local_rank, id, &comm, err, sizeof err)) {
+        fprintf(stderr, "ringlab: --backend cuda: rank %d of %d: NCCL: %s\n", e->rank, e->world_size, err);
+        return RL_ERR_UNSUPPORTED;
+    }
+    c->world_comm->nccl = comm;
+    rl_cuda_device_name(e->local_rank, name, sizeof name);
+    if (!w->opts.quiet)
+        fprintf(stderr, "ringlab: --backend cuda: process for rank %d of %d on GPU %d (%s), unique id %s, "
+                "collectives through NCCL\n", e->rank, e->world_size, e->local_rank, name, how);
+    return 0;
+}
+
+void rl_backend_abort_nccl(rl_world *w)
+{
+    if (!w->dist || w->gpu_mode != RL_GPU_NCCL)
+        return;
+    rl_ctx *c = w->ctxs[w->dist_rank];
+    pthread_mutex_lock(&c->qmu); /* dist mode attaches split communicators under qmu */
+    if (!w->nccl_aborted)
+        for (rl_comm *cm = c->comms; cm; cm = cm->next_in_ctx)
+            rl_nccl_free(cm->nccl, 1);
+    w->nccl_aborted = 1;
+    pthread_mutex_unlock(&c->qmu);
+}
 
 int rl_backend_world_init(rl_world *w, int ngpus)
 {
@@ -154,10 +271,15 @@ void rl_backend_world_free(rl_world *w)
         return;
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        if (!c)
+            continue; /* dist mode: another process's rank */
         for (rl_comm *cm = c->comms; cm; cm = cm->next_in_ctx) {
-            rl_nccl_free(cm->nccl, w->aborted);
+            if (!w->nccl_aborted) /* (the watchdog's abort has freed them already) */
+                rl_nccl_free(cm->nccl, w->aborted);
             cm->nccl = NULL;
         }
+        rl_cuda_free(c->dist_buf);
+        c->dist_buf = NULL;
         rl_cuda_rank_free(c->gpu);
         c->gpu = NULL;
     }
@@ -227,6 +349,8 @@ int rl_backend_reduce(rl_ctx *ctx, int dtype, int op, int n, const void *const *
 
 int rl_backend_work_on_host(const rl_work *w)
 {
+    if (w->ctx->world->dist)
+        return 0; /* the other ranks are other processes: NCCL does barrier and comm_split too */
     for (int i = 0; i < w->nops; i++)
         if (w->ops[i].kind == RL_COLL_SPLIT || w->ops[i].kind == RL_COLL_BARRIER)
             return 1;
@@ -244,6 +368,98 @@ int rl_backend_nccl_split(rl_ctx *ctx, rl_op_desc *d)
     else
         rl_nccl_free(out, 0);
     return 0;
+}
+
+/* Waits for the rank's comm stream, noticing an abort (the watchdog) instead of hanging:
+ * 0 done, RL_ERR_ABORTED, or -1 with a CUDA/NCCL error in err. */
+static int comm_stream_wait(rl_ctx *ctx, char *err, int len)
+{
+    for (;;) {
+        int q = rl_cuda_stream_query(ctx->gpu, 1, err, len);
+        if (q < 0)
+            return -1;
+        if (q == 1)
+            return 0;
+        if (ctx->world->aborted)
+            return RL_ERR_ABORTED;
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Dist mode: the rank's small device buffer of at least bytes (grown on demand), or NULL. */
+static void *dist_buffer(rl_ctx *ctx, int64_t bytes, char *err, int len)
+{
+    if (ctx->dist_buf_bytes >= bytes)
+        return ctx->dist_buf;
+    rl_cuda_free(ctx->dist_buf);
+    ctx->dist_buf_bytes = 0;
+    if (!(ctx->dist_buf = rl_cuda_malloc(ctx->gpu, bytes, err, len)))
+        return NULL;
+    ctx->dist_buf_bytes = bytes;
+    return ctx->dist_buf;
+}
+
+/* Dist mode: a barrier across processes is an NCCL all-reduce of one float (the value does
+ * not matter; completing it means every rank has arrived). */
+static int dist_barrier(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int len)
+{
+    void *one = dist_buffer(ctx, (int64_t)sizeof(float), err, len);
+    if (!one)
+        return -1;
+    return rl_nccl_call(d->comm->nccl, stream, RL_COLL_ALL_REDUCE, one, one, 1, 1, 0, 0, -1, NULL, d->comm->g->n,
+                        d->comm->rank, err, len);
+}
+
+/* Dist mode: comm_split across processes. Every rank's (color, key) is gathered by an NCCL
+ * all-gather, the new group is built by the same rule as the in-process split
+ * (rl_split_members, same name), and ncclCommSplit makes its NCCL communicator. Only the
+ * local rank is attached to the new group. 0, RL_ERR_ABORTED, or -1 with a message. */
+static int dist_split(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int len)
+{
+    rl_comm *parent = d->comm;
+    int n = parent->g->n, me = parent->rank;
+    int mine[2] = { d->color, d->key };
+    int *dev = dist_buffer(ctx, (int64_t)(2 + 2 * n) * (int64_t)sizeof(int), err, len);
+    if (!dev || rl_cuda_memcpy(ctx->gpu, 1, dev, mine, (int64_t)sizeof mine, err, len))
+        return -1;
+    /* ints travel as f32 elements: all-gather copies bytes and never reads them as numbers */
+    if (rl_nccl_call(parent->nccl, stream, RL_COLL_ALL_GATHER, dev, dev + 2, 2, 2 * (int64_t)n, 0, 0, -1, NULL, n,
+                     me, err, len))
+        return -1;
+    int st = comm_stream_wait(ctx, err, len);
+    if (st)
+        return st;
+    int *pairs = malloc((size_t)(2 * n) * sizeof *pairs), *colors = malloc((size_t)n * sizeof *colors);
+    int *keys = malloc((size_t)n * sizeof *keys), *members = malloc((size_t)n * sizeof *members);
+    int *granks = malloc((size_t)n * sizeof *granks);
+    int rc = rl_cuda_memcpy(ctx->gpu, 1, pairs, dev + 2, (int64_t)(2 * n) * (int64_t)sizeof(int), err, len);
+    if (!rc) {
+        for (int q = 0; q < n; q++) {
+            colors[q] = pairs[2 * q];
+            keys[q] = pairs[2 * q + 1];
+        }
+        int new_rank, m = rl_split_members(n, colors, keys, me, members, &new_rank);
+        if (m > 0) {
+            for (int i = 0; i < m; i++)
+                granks[i] = parent->g->granks[members[i]];
+            char name[48];
+            snprintf(name, sizeof name, "%s/%lld.%d", parent->g->name, (long long)d->seq, d->color);
+            rl_commgroup *ng = rl_commgroup_new(ctx->world, name, granks, m);
+            pthread_mutex_lock(&ctx->qmu); /* the watchdog's abort walks ctx->comms */
+            d->split_out = rl_comm_attach(ctx, ng, new_rank);
+            pthread_mutex_unlock(&ctx->qmu);
+        }
+        rc = rl_backend_nccl_split(ctx, d) ? -1 : 0;
+        if (rc)
+            snprintf(err, (size_t)len, "%s", rl_last_error(ctx));
+    }
+    free(pairs);
+    free(colors);
+    free(keys);
+    free(members);
+    free(granks);
+    return rc;
 }
 
 /* Fails a work item: every flight record FAILED, the world aborted with the message. */
@@ -282,8 +498,20 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
                 rl_nccl_group_end(err, sizeof err);
             return nccl_fail(ctx, w, rl_coll_name(d->kind), "the communicator has no NCCL communicator");
         }
-        if (rl_nccl_call(d->comm->nccl, stream, (int)d->kind, d->send, d->recv, d->send_numel, d->recv_numel,
-                         (int)d->dtype, (int)d->op, d->root, d->counts, n, d->comm->rank, err, sizeof err)) {
+        int rc;
+        if (d->kind == RL_COLL_SPLIT) /* dist mode only (else comm_split takes the host rendezvous) */
+            rc = dist_split(ctx, d, stream, err, sizeof err);
+        else if (d->kind == RL_COLL_BARRIER) /* likewise */
+            rc = dist_barrier(ctx, d, stream, err, sizeof err);
+        else
+            rc = rl_nccl_call(d->comm->nccl, stream, (int)d->kind, d->send, d->recv, d->send_numel, d->recv_numel,
+                              (int)d->dtype, (int)d->op, d->root, d->counts, n, d->comm->rank, err, sizeof err);
+        if (rc == RL_ERR_ABORTED) {
+            if (grouped)
+                rl_nccl_group_end(err, sizeof err);
+            return RL_ERR_ABORTED;
+        }
+        if (rc) {
             if (grouped)
                 rl_nccl_group_end(err + strlen(err), (int)(sizeof err - strlen(err)));
             return nccl_fail(ctx, w, rl_coll_name(d->kind), err);
@@ -294,17 +522,11 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     rl_cuda_comm_mark(g, 1);
     rl_cuda_timer_stop(g, 1, timer);
     /* wait for the comm stream, noticing an abort (the watchdog) instead of hanging */
-    for (;;) {
-        int q = rl_cuda_stream_query(g, 1, err, sizeof err);
-        if (q < 0)
-            return nccl_fail(ctx, w, "NCCL", err);
-        if (q == 1)
-            break;
-        if (ctx->world->aborted)
-            return RL_ERR_ABORTED;
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
+    int waited = comm_stream_wait(ctx, err, sizeof err);
+    if (waited == RL_ERR_ABORTED)
+        return RL_ERR_ABORTED;
+    if (waited)
+        return nccl_fail(ctx, w, "NCCL", err);
     double end = ready;
     for (int i = 0; i < w->nops; i++) {
         rl_op_desc *d = &w->ops[i];
@@ -765,6 +987,13 @@ int rl_backend_world_init(rl_world *w, int ngpus)
     (void)ngpus;
     return RL_ERR_UNSUPPORTED;
 }
+int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
+{
+    (void)w;
+    (void)plan;
+    return RL_ERR_UNSUPPORTED;
+}
+void rl_backend_abort_nccl(rl_world *w) { (void)w; }
 void rl_backend_world_free(rl_world *w) { (void)w; }
 void *rl_backend_alloc(rl_ctx *ctx, int64_t bytes, char *err, int errlen)
 {

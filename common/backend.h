@@ -6,6 +6,7 @@
 #ifndef RL_BACKEND_H
 #define RL_BACKEND_H
 #include <stdint.h>
+#include "bootstrap.h"
 #include "launch.h"
 #include "tensor.h"
 #include "trace.h"
@@ -36,10 +37,40 @@ int rl_backend_probe(char *why, int len);
  * unless quiet. Returns 0 and sets *use_cuda (0/1) and *ngpus, or an error code. */
 int rl_backend_resolve(const rl_opts *o, int *use_cuda, int *ngpus);
 
+/* What the launcher knows when it decides how this process takes part in a run. */
+typedef struct rl_dist_facts {
+    rl_backend backend;     /* --backend as given */
+    int use_cuda, ngpus;    /* rl_backend_resolve's answer */
+    int env_found;          /* rl_dist_env_read: 1 launcher variables, 0 none, -1 bad (env_err says why) */
+    rl_dist_env env;
+    const char *env_err;
+    int under_mpi;          /* rl_bootstrap_under_mpi() */
+    int built_mpi, built_nccl;
+} rl_dist_facts;
+
+/* How this process takes part in a run. */
+typedef struct rl_dist_plan {
+    int dist;               /* 1: this process runs one rank, env.rank of env.world_size, on GPU env.local_rank */
+    int by_mpi;             /* dist: the NCCL unique id goes by MPI_Bcast (else by TCP from rank 0) */
+    rl_dist_env env;
+} rl_dist_plan;
+
+/* Decides (no I/O) whether this process runs every rank as a thread (plan->dist 0) or one
+ * rank of a multi-process launch (plan->dist 1: launcher variables and the cuda backend).
+ * Returns 0, or RL_ERR_ARG / RL_ERR_UNSUPPORTED with a one-line message (no "ringlab: ")
+ * in msg: sim with WORLD_SIZE > 1, LOCAL_RANK beyond the visible GPUs, no NCCL, a bad
+ * variable, mpirun without MPI in the build and without RANK/WORLD_SIZE. */
+int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int len);
+
 /* Sets up the GPU backend on a new world (device per rank, streams, NCCL communicators or
  * the device-memory transport) and prints which transport the ranks use. Returns 0 or an
  * error code with the message printed. */
 int rl_backend_world_init(rl_world *w, int ngpus);
+/* Dist mode: sets up this process's rank (its GPU, the NCCL unique id from rank 0 by TCP or
+ * MPI_Bcast, ncclCommInitRank) and prints one line. Returns 0 or an error code, printed. */
+int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan);
+/* Dist mode, watchdog: aborts this process's NCCL communicators so that it can exit. */
+void rl_backend_abort_nccl(rl_world *w);
 /* Releases the world's GPU state (NCCL communicators, streams); tensors are freed apart. */
 void rl_backend_world_free(rl_world *w);
 
@@ -60,7 +91,8 @@ int rl_backend_comm_ready(rl_ctx *ctx);
 int rl_backend_comm_copy(rl_ctx *ctx, void *dst, const void *src, int64_t bytes, char *err, int errlen);
 /* NCCL mode: runs a whole work item (group or single call) through NCCL; 0 or an error. */
 int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w);
-/* NCCL mode: 1 if the work must take the host rendezvous path instead (comm_split, barrier). */
+/* NCCL mode: 1 if the work must take the host rendezvous path instead (comm_split, barrier
+ * among the ranks of one process; never in dist mode, where NCCL does them too). */
 int rl_backend_work_on_host(const rl_work *w);
 /* NCCL mode: after the host rendezvous of a comm_split, splits the NCCL communicator too. */
 int rl_backend_nccl_split(rl_ctx *ctx, rl_op_desc *d);

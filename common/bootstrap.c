@@ -86,6 +86,16 @@ int rl_dist_env_read(rl_dist_env *e, char *err, int len)
         size = getenv("SLURM_NTASKS");
         local = getenv("SLURM_LOCALID");
     }
+    if (!rank && !size) { /* Open MPI's mpirun (read without initialising MPI) */
+        rank = getenv("OMPI_COMM_WORLD_RANK");
+        size = getenv("OMPI_COMM_WORLD_SIZE");
+        local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    }
+    if (!rank && !size) { /* MPICH / Intel MPI (Hydra's PMI) */
+        rank = getenv("PMI_RANK");
+        size = getenv("PMI_SIZE");
+        local = getenv("MPI_LOCALRANKID");
+    }
     if (!rank && !size) {
         memset(e, 0, sizeof *e);
         e->world_size = 1;

@@ -23,7 +23,8 @@ typedef struct rl_dist_env {
 int rl_dist_env_parse(rl_dist_env *e, const char *rank, const char *world_size, const char *local_rank,
                       const char *master_addr, const char *master_port, char *err, int len);
 /* Reads the environment (RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT, else the Slurm
- * variables). Returns 1 when this is a multi-process launch, 0 when RANK and WORLD_SIZE are
+ * variables, else Open MPI's OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK, else MPICH's PMI_RANK/
+ * PMI_SIZE/MPI_LOCALRANKID). Returns 1 when this is a multi-process launch, 0 when RANK and WORLD_SIZE are
  * both unset (a single-process run), -1 with a message when a value is bad. */
 int rl_dist_env_read(rl_dist_env *e, char *err, int len);
 

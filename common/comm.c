@@ -800,36 +800,56 @@ static int sort_key_cmp(const void *pa, const void *pb)
     return a[1] < b[1] ? -1 : (a[1] > b[1]);
 }
 
+int rl_split_members(int n, const int *colors, const int *keys, int me, int *members, int *new_rank)
+{
+    *new_rank = -1;
+    if (colors[me] == RL_COLOR_NONE)
+        return 0;
+    int64_t (*sorted)[2] = malloc((size_t)n * sizeof *sorted); /* {key, parent rank} */
+    int m = 0;
+    for (int q = 0; q < n; q++)
+        if (colors[q] == colors[me]) {
+            sorted[m][0] = keys[q];
+            sorted[m][1] = q;
+            m++;
+        }
+    qsort(sorted, (size_t)m, sizeof *sorted, sort_key_cmp);
+    for (int i = 0; i < m; i++) {
+        members[i] = (int)sorted[i][1];
+        if (members[i] == me)
+            *new_rank = i;
+    }
+    free(sorted);
+    return m;
+}
+
 /* Builds the groups of a comm_split (called by the last rank to arrive, group lock held). */
 static void make_split_groups(rl_commgroup *g, rl_slot *s)
 {
     int n = g->n;
-    int64_t (*members)[2] = malloc((size_t)n * sizeof *members);
-    int *granks = malloc((size_t)n * sizeof *granks);
-    for (int r = 0; r < n; r++)
-        s->split_group[r] = NULL;
+    int *colors = malloc((size_t)n * sizeof *colors), *keys = malloc((size_t)n * sizeof *keys);
+    int *members = malloc((size_t)n * sizeof *members), *granks = malloc((size_t)n * sizeof *granks);
     for (int r = 0; r < n; r++) {
-        int color = s->posted[r]->color;
-        if (color == RL_COLOR_NONE || s->split_group[r])
+        s->split_group[r] = NULL;
+        colors[r] = s->posted[r]->color;
+        keys[r] = s->posted[r]->key;
+    }
+    for (int r = 0; r < n; r++) {
+        if (colors[r] == RL_COLOR_NONE || s->split_group[r])
             continue;
-        int m = 0;
-        for (int q = 0; q < n; q++)
-            if (s->posted[q]->color == color) {
-                members[m][0] = s->posted[q]->key;
-                members[m][1] = q;
-                m++;
-            }
-        qsort(members, (size_t)m, sizeof *members, sort_key_cmp);
+        int unused, m = rl_split_members(n, colors, keys, r, members, &unused);
         for (int i = 0; i < m; i++)
-            granks[i] = g->granks[members[i][1]];
+            granks[i] = g->granks[members[i]];
         char name[48];
-        snprintf(name, sizeof name, "%s/%lld.%d", g->name, (long long)s->posted[r]->seq, color);
+        snprintf(name, sizeof name, "%s/%lld.%d", g->name, (long long)s->posted[r]->seq, colors[r]);
         rl_commgroup *ng = rl_commgroup_new(g->world, name, granks, m);
         for (int i = 0; i < m; i++) {
-            s->split_group[members[i][1]] = ng;
-            s->split_rank[members[i][1]] = i;
+            s->split_group[members[i]] = ng;
+            s->split_rank[members[i]] = i;
         }
     }
+    free(colors);
+    free(keys);
     free(members);
     free(granks);
 }

@@ -78,6 +78,31 @@ static void rec_line(const rl_flight_rec *r, double now, char *buf, size_t size)
              (long long)r->count, rl_dtype_name(r->dtype), peer, r->comm, state);
 }
 
+/* Dist mode's verdict: the other ranks are other processes, so it speaks of this one only. */
+static void verdict_one_rank(rl_world *w, const rl_flight_rec *recs, int nrec, double now, char *out, int len)
+{
+    int r = w->dist_rank;
+    for (int i = 0; i < nrec; i++) {
+        const rl_flight_rec *f = &recs[i];
+        if (f->state == RL_FR_COMPLETED)
+            continue;
+        char what[64];
+        if (f->seq >= 0)
+            snprintf(what, sizeof what, "seq %lld", (long long)f->seq);
+        else
+            snprintf(what, sizeof what, "%s rank %d (p2p #%lld)", f->kind == RL_COLL_SEND ? "to" : "from", f->peer,
+                     (long long)f->p2p_seq);
+        snprintf(out, (size_t)len,
+                 "rank %d: %s %s on %s %s %.1f s ago and has not completed; the other ranks are other processes: "
+                 "read their reports", r, rl_coll_name(f->kind), what, f->comm,
+                 f->state == RL_FR_ENQUEUED ? "was enqueued" : "started", now - (f->state == RL_FR_ENQUEUED ? f->t_enq
+                                                                                                           : f->t_start));
+        return;
+    }
+    snprintf(out, (size_t)len, "rank %d: no communicator call of this rank is in flight; the other ranks are other "
+             "processes: read their reports", r);
+}
+
 /* The verdict: which rank is missing from the oldest incomplete collective. */
 static void verdict(rl_world *w, rl_flight_rec (*recs)[RL_FLIGHT_N], const int *nrec, char *out, int len)
 {
@@ -171,12 +196,20 @@ void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *vbuf, i
     int *nrec = calloc((size_t)n, sizeof *nrec);
     double now = rl_mono_now() - w->t0;
     for (int r = 0; r < n; r++)
-        nrec[r] = snapshot(w->ctxs[r], recs[r]);
-    if (!vbuf[0])
+        nrec[r] = w->ctxs[r] ? snapshot(w->ctxs[r], recs[r]) : 0;
+    if (!vbuf[0] && w->dist)
+        verdict_one_rank(w, recs[w->dist_rank], nrec[w->dist_rank], now, vbuf, vlen);
+    else if (!vbuf[0])
         verdict(w, recs, nrec, vbuf, vlen);
-    fprintf(f, "\n== flight recorder: the last communicator calls of every rank (newest last) ==\n");
+    if (w->dist)
+        fprintf(f, "\n== flight recorder: the last communicator calls of rank %d, this process's rank (newest "
+                "last) ==\n", w->dist_rank);
+    else
+        fprintf(f, "\n== flight recorder: the last communicator calls of every rank (newest last) ==\n");
     fprintf(f, "  %8s  %-14s %10s %-5s %-9s %-16s %s\n", "seq", "op", "count", "dtype", "peer", "comm", "state");
     for (int r = 0; r < n; r++) {
+        if (!w->ctxs[r])
+            continue; /* dist mode: another process's rank */
         fprintf(f, "rank %d%s\n", r, w->ctxs[r]->thread_done ? " (rank function returned)" : "");
         int from = nrec[r] > 8 ? nrec[r] - 8 : 0;
         if (nrec[r] == 0)
@@ -191,6 +224,8 @@ void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *vbuf, i
     if (json_path) {
         json_t *root = json_object(), *ranks = json_array();
         for (int r = 0; r < n; r++) {
+            if (!w->ctxs[r])
+                continue;
             json_t *arr = json_array();
             for (int i = 0; i < nrec[r]; i++)
                 json_array_append_new(arr, rec_json(&recs[r][i]));

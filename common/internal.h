@@ -150,6 +150,9 @@ struct rl_world {
     void *fn_arg;
     int gpu_mode;               /* GPU backend (issue 6): rl_gpu_mode of backend.h, 0 = sim */
     int ngpus;                  /* GPU backend: GPUs this world uses */
+    int dist;                   /* 1: one process per rank; only ctxs[dist_rank] exists here */
+    int dist_rank;              /* dist: the global rank this process runs */
+    int nccl_aborted;           /* dist: the watchdog aborted the NCCL communicators */
 };
 
 struct rl_ctx {
@@ -189,6 +192,8 @@ struct rl_ctx {
     int is_rank_thread;
     int status;                 /* the rank function's result */
     struct rl_cuda_rank *gpu;   /* GPU backend (issue 6): device, streams, cuBLAS; NULL on sim */
+    void *dist_buf;             /* dist: small device buffer for barrier and comm_split (comm worker) */
+    int64_t dist_buf_bytes;
 };
 
 /* Wall seconds since the epoch of CLOCK_MONOTONIC. */
@@ -205,6 +210,10 @@ void rl_world_destroy(rl_world *w);
 rl_commgroup *rl_commgroup_new(rl_world *w, const char *name, const int *granks, int n);
 /* A rank's handle of a group. */
 rl_comm *rl_comm_attach(rl_ctx *ctx, rl_commgroup *g, int rank);
+/* The members of the new communicator of parent rank me in a comm_split, from every parent
+ * rank's colors[] and keys[] (n each): their parent ranks, ordered by key then parent rank,
+ * into members; returns how many (0 for RL_COLOR_NONE) and me's new rank in *new_rank. */
+int rl_split_members(int n, const int *colors, const int *keys, int me, int *members, int *new_rank);
 /* Comm-stream worker thread body. */
 void *rl_comm_worker(void *arg);
 /* Adds a flight record on ctx (ctx->qmu held); returns its id. */

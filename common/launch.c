@@ -151,6 +151,7 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
                 return -1;
             }
             o->timeout_s = t;
+            o->timeout_given = 1;
         } else if (is_opt(a, "--fault")) {
             if (!(v = opt_value(*argc, argv, &i, "--fault", err, errlen)))
                 return -1;
@@ -206,11 +207,16 @@ void rl_rank_exit_aborted(rl_ctx *ctx)
     pthread_exit(NULL);
 }
 
-rl_world *rl_world_create(const rl_opts *opts)
+/* A world of n ranks; only_rank >= 0 (dist mode: one process per rank) makes only that
+ * rank's context and comm worker, the others stay NULL. */
+static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
 {
     rl_world *w = calloc(1, sizeof *w);
-    w->n = opts->ranks;
+    w->n = n;
     w->opts = *opts;
+    w->opts.ranks = n;
+    w->dist = only_rank >= 0;
+    w->dist_rank = only_rank >= 0 ? only_rank : 0;
     w->hw = opts->hw ? opts->hw : rl_hw_default();
     w->ctxs = calloc((size_t)w->n, sizeof *w->ctxs);
     pthread_mutex_init(&w->mu, NULL);
@@ -222,6 +228,8 @@ rl_world *rl_world_create(const rl_opts *opts)
     rl_commgroup *g = rl_commgroup_new(w, "world", granks, w->n);
     free(granks);
     for (int r = 0; r < w->n; r++) {
+        if (w->dist && r != only_rank)
+            continue;
         rl_ctx *c = calloc(1, sizeof *c);
         c->rank = r;
         c->world = w;
@@ -239,6 +247,11 @@ rl_world *rl_world_create(const rl_opts *opts)
         c->worker_started = pthread_create(&c->worker, NULL, rl_comm_worker, c) == 0;
     }
     return w;
+}
+
+rl_world *rl_world_create(const rl_opts *opts)
+{
+    return world_create(opts, opts->ranks, -1);
 }
 
 static void commgroup_free(rl_commgroup *g)
@@ -266,17 +279,21 @@ void rl_world_destroy(rl_world *w)
 {
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        if (!c)
+            continue; /* dist mode: another process's rank */
         pthread_mutex_lock(&c->qmu);
         c->worker_stop = 1;
         pthread_cond_broadcast(&c->qcv);
         pthread_mutex_unlock(&c->qmu);
     }
     for (int r = 0; r < w->n; r++)
-        if (w->ctxs[r]->worker_started)
+        if (w->ctxs[r] && w->ctxs[r]->worker_started)
             pthread_join(w->ctxs[r]->worker, NULL);
     rl_backend_world_free(w); /* GPU backend hook (issue 6): NCCL communicators, streams */
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        if (!c)
+            continue;
         while (c->comms) {
             rl_comm *next = c->comms->next_in_ctx;
             free(c->comms->p2p_send_seq);
@@ -320,6 +337,8 @@ static double oldest_wait(rl_world *w)
     double now = rl_mono_now() - w->t0, worst = 0;
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        if (!c)
+            continue;
         pthread_mutex_lock(&c->qmu);
         int64_t first = c->nflight > RL_FLIGHT_N ? c->nflight - RL_FLIGHT_N : 0;
         for (int64_t id = first; id < c->nflight; id++) {
@@ -338,6 +357,8 @@ static double oldest_wait(rl_world *w)
 static int queues_empty(rl_world *w)
 {
     for (int r = 0; r < w->n; r++) {
+        if (!w->ctxs[r])
+            continue;
         pthread_mutex_lock(&w->ctxs[r]->qmu);
         int busy = w->ctxs[r]->qhead != NULL;
         pthread_mutex_unlock(&w->ctxs[r]->qmu);
@@ -347,14 +368,21 @@ static int queues_empty(rl_world *w)
     return 1;
 }
 
-/* The flight-recorder JSON path beside the trace (NULL without --trace). */
+/* The flight-recorder JSON path beside the trace (NULL without --trace); dist mode: one
+ * file per rank, FILE.rankR.flight.json. */
 static const char *flight_json_path(rl_world *w, char *buf, size_t size)
 {
     if (!w->opts.trace_path)
         return NULL;
-    snprintf(buf, size, "%s.flight.json", w->opts.trace_path);
+    if (w->dist)
+        snprintf(buf, size, "%s.rank%d.flight.json", w->opts.trace_path, w->dist_rank);
+    else
+        snprintf(buf, size, "%s.flight.json", w->opts.trace_path);
     return buf;
 }
+
+/* Ranks whose threads run in this process: all of them, or one in dist mode. */
+static int local_ranks(const rl_world *w) { return w->dist ? 1 : w->n; }
 
 static void fire_watchdog(rl_world *w)
 {
@@ -365,6 +393,7 @@ static void fire_watchdog(rl_world *w)
     char msg[1200];
     snprintf(msg, sizeof msg, "watchdog: %s", verdict);
     rl_world_abort(w, RL_ERR_HANG, msg);
+    rl_backend_abort_nccl(w); /* dist mode: NCCL would wait for the other processes forever */
 }
 
 /* After a mismatch: the flight records with the mismatch as the verdict. */
@@ -381,7 +410,7 @@ static void supervise(rl_world *w)
     double abort_seen = -1;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        int ranks_done = w->ranks_done == w->n;
+        int ranks_done = w->ranks_done == local_ranks(w);
         pthread_mutex_unlock(&w->mu);
         if (ranks_done && (w->aborted || queues_empty(w)))
             return;
@@ -415,6 +444,8 @@ static rl_trace *collect_trace(rl_world *w)
     snprintf(t->hw, sizeof t->hw, "%s", w->hw->name);
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
+        if (!c)
+            continue; /* dist mode: that rank's process writes its own trace */
         pthread_mutex_lock(&c->trace_mu);
         rl_trace_merge(t, c->trace);
         memcpy(t->peak[r], c->mem.peak, sizeof t->peak[r]);
@@ -431,28 +462,99 @@ static rl_trace *collect_trace(rl_world *w)
     return t;
 }
 
-/* Checks the options against the backend and the hardware profile; *use_cuda and *ngpus
- * say whether the run goes on GPUs (GPU backend hook, issue 6: backend.c decides). */
-static int check_launch(const rl_opts *o, int *use_cuda, int *ngpus)
+/* Resolves the backend and decides whether this process runs every rank or one rank of a
+ * multi-process launch (rl_dist_decide); quiet: prints nothing (rl_launch_process_rank). */
+static int plan_launch(const rl_opts *o, int quiet, int *use_cuda, int *ngpus, rl_dist_plan *plan)
+{
+    rl_dist_facts f;
+    char env_err[320] = "", msg[640];
+    memset(&f, 0, sizeof f);
+    memset(plan, 0, sizeof *plan);
+    *use_cuda = *ngpus = 0;
+    if (quiet) {
+        char why[320];
+        int n = o->backend == RL_BACKEND_SIM ? 0 : rl_backend_probe(why, sizeof why);
+        if (n < 1 && o->backend == RL_BACKEND_CUDA)
+            return RL_ERR_UNSUPPORTED;
+        *use_cuda = n > 0;
+        *ngpus = n > 0 ? n : 0;
+    } else {
+        int rc = rl_backend_resolve(o, use_cuda, ngpus);
+        if (rc)
+            return rc;
+    }
+    f.backend = o->backend;
+    f.use_cuda = *use_cuda;
+    f.ngpus = *ngpus;
+    f.env_found = rl_dist_env_read(&f.env, env_err, sizeof env_err);
+    f.env_err = env_err;
+    f.under_mpi = rl_bootstrap_under_mpi();
+    f.built_mpi = rl_backend_built_mpi();
+    f.built_nccl = rl_backend_built_nccl();
+    if (f.env_found == 0 && f.under_mpi && f.built_mpi && f.use_cuda) {
+        /* an MPI launcher whose variables we do not know: ask MPI itself (every process
+         * calls this, so the one-byte broadcast inside is matched) */
+        unsigned char nothing = 0;
+        if (rl_bootstrap_mpi(&f.env, &nothing, 1, env_err, sizeof env_err) == 0)
+            f.env_found = 1;
+    }
+    int rc = rl_dist_decide(&f, plan, msg, sizeof msg);
+    if (rc && !quiet)
+        fprintf(stderr, "ringlab: %s\n", msg);
+    return rc;
+}
+
+/* Checks the options against the backend and the hardware profile; *use_cuda, *ngpus and
+ * *plan say whether the run goes on GPUs, and whether this process runs one rank of many. */
+static int check_launch(const rl_opts *o, int *use_cuda, int *ngpus, rl_dist_plan *plan)
 {
     const rl_hw *hw = o->hw ? o->hw : rl_hw_default();
-    int rc = rl_backend_resolve(o, use_cuda, ngpus);
+    int rc = plan_launch(o, 0, use_cuda, ngpus, plan);
     if (rc)
         return rc;
+    int ranks = plan->dist ? plan->env.world_size : o->ranks;
+    if (plan->dist && o->ranks != ranks && !o->quiet)
+        fprintf(stderr, "ringlab: note: --ranks %d is replaced by WORLD_SIZE=%d (one process per rank)\n", o->ranks,
+                ranks);
     int max = hw->gpus_per_node * hw->nodes;
-    if (o->ranks < 1 || o->ranks > max) {
+    /* (dist mode runs on real GPUs: the profile only models time, so it does not bound the ranks) */
+    if (!plan->dist && (o->ranks < 1 || o->ranks > max)) {
         fprintf(stderr, "ringlab: --ranks %d: the profile %s models %d GPUs (%d node%s of %d); use 1 to %d ranks%s\n",
                 o->ranks, hw->name, max, hw->nodes, hw->nodes > 1 ? "s" : "", hw->gpus_per_node, max,
                 hw->nodes == 1 ? " or --hw h100-2node-ib for 16" : "");
         return RL_ERR_ARG;
     }
     for (int i = 0; i < o->nfaults; i++)
-        if (o->faults[i].rank >= o->ranks) {
-            fprintf(stderr, "ringlab: --fault %s: rank %d does not exist with --ranks %d\n",
-                    rl_fault_kind_name(o->faults[i].kind), o->faults[i].rank, o->ranks);
+        if (o->faults[i].rank >= ranks) {
+            fprintf(stderr, "ringlab: --fault %s: rank %d does not exist with %s %d\n",
+                    rl_fault_kind_name(o->faults[i].kind), o->faults[i].rank, plan->dist ? "WORLD_SIZE" : "--ranks",
+                    ranks);
             return RL_ERR_ARG;
         }
     return 0;
+}
+
+int rl_launch_process_rank(const rl_opts *opts, int *world_size)
+{
+    int use_cuda, ngpus;
+    rl_dist_plan plan;
+    *world_size = opts->ranks;
+    if (plan_launch(opts, 1, &use_cuda, &ngpus, &plan) || !plan.dist)
+        return -1;
+    *world_size = plan.env.world_size;
+    return plan.env.rank;
+}
+
+char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size)
+{
+    size_t len = strlen(path);
+    if (rank == 0)
+        snprintf(out, size, "%s", path);
+    else if (len >= 5 && strcmp(path + len - 5, ".json") == 0)
+        snprintf(out, size, "%.*s.rank%d.json", (int)(len - 5), path, rank);
+    else
+        snprintf(out, size, "%s.rank%d", path, rank);
+    return out;
 }
 
 struct rl_run {
@@ -484,10 +586,15 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         return NULL;
     }
     int use_cuda = 0, ngpus = 0;
-    if ((*rc = check_launch(opts, &use_cuda, &ngpus)))
+    rl_dist_plan plan;
+    if ((*rc = check_launch(opts, &use_cuda, &ngpus, &plan)))
         return NULL;
-    rl_world *w = rl_world_create(opts);
-    if (use_cuda && (*rc = rl_backend_world_init(w, ngpus))) { /* GPU backend hook (issue 6) */
+    rl_world *w = plan.dist ? world_create(opts, plan.env.world_size, plan.env.rank) : rl_world_create(opts);
+    if (plan.dist)
+        *rc = rl_backend_dist_init(w, &plan); /* one process per rank: NCCL across processes */
+    else if (use_cuda)
+        *rc = rl_backend_world_init(w, ngpus); /* GPU backend hook (issue 6) */
+    if (*rc) {
         rl_world_destroy(w);
         return NULL;
     }
@@ -498,6 +605,8 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     w->fn_arg = arg;
     run->threads = calloc((size_t)w->n, sizeof *run->threads);
     for (int r = 0; r < w->n; r++) {
+        if (!w->ctxs[r])
+            continue; /* dist mode: another process runs it */
         w->ctxs[r]->is_rank_thread = 1;
         if (pthread_create(&run->threads[r], NULL, rank_main, w->ctxs[r])) {
             rl_world_abort(w, RL_ERR_NOMEM, "could not start a rank thread");
@@ -548,7 +657,7 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
         fprintf(stderr, "ringlab: %s\n", w->abort_msg);
     } else {
         for (int r = 0; r < w->n && !result; r++)
-            if (w->ctxs[r]->status) {
+            if (w->ctxs[r] && w->ctxs[r]->status) {
                 result = w->ctxs[r]->status;
                 fprintf(stderr, "ringlab: rank %d failed (%s)%s%s\n", r, rl_status_name(result),
                         w->ctxs[r]->err[0] ? ": " : "", w->ctxs[r]->err);
@@ -556,13 +665,20 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
     }
     rl_trace *t = collect_trace(w);
     if (opts->trace_path) {
-        char err[512];
+        char err[512], path[1024];
         if (w->gpu_mode) /* GPU backend (issue 6): event times are CUDA-event measurements */
             rl_trace_set_meta(t, "clock", "measured on the GPU (CUDA events)");
-        if (rl_trace_write_json(t, opts->trace_path, opts->trace_wall, err, sizeof err)) {
+        /* dist mode: each process writes its own rank's events to its own file */
+        const char *to = w->dist ? rl_trace_rank_path(opts->trace_path, w->dist_rank, path, sizeof path)
+                                 : opts->trace_path;
+        if (rl_trace_write_json(t, to, opts->trace_wall, err, sizeof err)) {
             fprintf(stderr, "ringlab: %s\n", err);
             if (!result)
                 result = RL_ERR_IO;
+        } else if (!opts->quiet && w->dist) {
+            fprintf(stderr, "ringlab: rank %d: trace written to %s (%zu events, this rank's only; every process "
+                    "writes its own rank: rank 0 to %s, rank R to it with .rankR before .json)\n", w->dist_rank, to,
+                    t->n, opts->trace_path);
         } else if (!opts->quiet) {
             fprintf(stderr, "ringlab: trace written to %s (%zu events%s)\n", opts->trace_path, t->n,
                     w->gpu_mode ? ", times measured with CUDA events" : "");

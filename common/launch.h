@@ -25,6 +25,7 @@ typedef struct rl_opts {
     char tui_view[16];       /* the view the live TUI opens on ("" = timeline) */
     uint64_t seed;           /* --seed N (default 1) */
     double timeout_s;        /* --timeout S: watchdog limit for one collective (default 30) */
+    int timeout_given;       /* 1 when --timeout was given (multi-process start-up waits 120 s otherwise) */
     int nfaults;
     rl_fault faults[RL_MAX_FAULTS]; /* --fault SPEC (repeatable) */
     int quiet;               /* --quiet: no launcher messages */
@@ -64,6 +65,14 @@ int rl_run_done(rl_run *run);
 int rl_run_finish(rl_run *run, rl_trace **out_trace);
 /* The exit status a program should use for an rl_launch result. */
 int rl_exit_status(int launch_result);
+/* One process per rank (--backend cuda under torchrun/Slurm/mpirun variables, see
+ * docs/launch.md): the global rank this process will run, with *world_size set; -1 (and
+ * *world_size = opts->ranks) when one process runs every rank, or when rl_launch will refuse
+ * the options. Decides as rl_launch does, printing nothing. */
+int rl_launch_process_rank(const rl_opts *opts, int *world_size);
+/* The trace file of rank `rank` in a multi-process run: rank 0 writes path itself, rank R > 0
+ * path with ".rankR" before a final ".json" (else at the end). Returns out. */
+char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size);
 
 /* Rank context accessors. */
 int rl_rank(const rl_ctx *ctx);

@@ -27,6 +27,8 @@ typedef struct {
     double factor;
     int64_t step_bytes;
     int iters, warmup, check;
+    int process_rank;  /* one process per rank: this process's rank; -1 when ranks are threads */
+    int64_t own_wrong; /* one process per rank: wrong values this rank found in its own results */
     int nrows;
     int on_gpu;        /* the run went to --backend cuda */
     bench_row rows[MAX_ROWS];
@@ -220,6 +222,8 @@ static int bench_rank(rl_ctx *ctx, void *arg)
                 if (run_one(world, b, s, d))
                     return -1;
                 int64_t wrong = count_wrong(b, n, r, d, host, sc, rc);
+                if (b->process_rank >= 0) /* (b belongs to this process's one rank thread) */
+                    b->own_wrong += wrong;
                 /* every rank's wrong count ends on rank 0 through an all-reduce */
                 rl_tensor *wt = rl_tensor_new_1d(ctx, "wrong", RL_F32, RL_MEM_OTHER, 1);
                 rl_tensor_set(wt, 0, (float)wrong);
@@ -389,11 +393,16 @@ int rl_cmd_bench(int argc, char **argv)
                 (long long)b->max_bytes);
         goto bad;
     }
-    if (b->root >= opts.ranks) {
-        fprintf(stderr, "ringlab bench: root %d does not exist with --ranks %d\n", b->root, opts.ranks);
+    /* one process per rank (docs/launch.md): WORLD_SIZE ranks, and only rank 0 prints the table */
+    int nranks;
+    b->process_rank = rl_launch_process_rank(&opts, &nranks);
+    int dist = b->process_rank >= 0, prints = !dist || b->process_rank == 0;
+    if (b->root >= nranks) {
+        fprintf(stderr, "ringlab bench: root %d does not exist with %s %d\n", b->root, dist ? "WORLD_SIZE" : "--ranks",
+                nranks);
         goto bad;
     }
-    if (opts.ranks > 64 && b->kind == RL_COLL_ALL_TO_ALLV) {
+    if (nranks > 64 && b->kind == RL_COLL_ALL_TO_ALLV) {
         fprintf(stderr, "ringlab bench: all_to_allv supports up to 64 ranks\n");
         goto bad;
     }
@@ -402,27 +411,45 @@ int rl_cmd_bench(int argc, char **argv)
         int64_t next = b->step_bytes ? s + b->step_bytes : (int64_t)((double)s * b->factor);
         s = next > s ? next : s + 1;
     }
-    printf("# ringlab bench %s: %d ranks, backend %s, dtype %s\n",
-           b->kind == KIND_SENDRECV ? "sendrecv" : rl_coll_name((rl_coll_kind)b->kind), opts.ranks,
-           opts.backend == RL_BACKEND_SIM ? "sim" : opts.backend == RL_BACKEND_CUDA ? "cuda" : "auto",
-           rl_dtype_nccl_name(b->dtype));
-    printf("# nIters %d warmup %d check %d\n", b->iters, b->warmup, b->check);
-    printf("# hw %s: %s\n", opts.hw->name, opts.hw->summary);
-    fflush(stdout);
+    if (prints) {
+        printf("# ringlab bench %s: %d ranks, backend %s, dtype %s\n",
+               b->kind == KIND_SENDRECV ? "sendrecv" : rl_coll_name((rl_coll_kind)b->kind), nranks,
+               opts.backend == RL_BACKEND_SIM ? "sim" : opts.backend == RL_BACKEND_CUDA ? "cuda" : "auto",
+               rl_dtype_nccl_name(b->dtype));
+        if (dist)
+            printf("# multi-process: %d processes, one GPU each, NCCL; this is rank 0's view (times of rank 0, "
+                   "#wrong summed over all ranks)\n", nranks);
+        printf("# nIters %d warmup %d check %d\n", b->iters, b->warmup, b->check);
+        printf("# hw %s: %s\n", opts.hw->name, opts.hw->summary);
+        fflush(stdout);
+    }
     int lr = rl_launch(&opts, bench_rank, b, NULL);
     if (lr) {
         rc = rl_exit_status(lr);
         goto out;
     }
-    printf("#\n# Modelled time on %s (virtual clock of the sim backend, alpha-beta model)\n", opts.hw->name);
-    print_table(b, opts.ranks, 0);
-    if (b->on_gpu)
+    if (!prints) { /* another process's rank: silent unless its own results were wrong */
+        if (b->own_wrong)
+            printf("ringlab bench: rank %d: %lld wrong values in its results\n", b->process_rank,
+                   (long long)b->own_wrong);
+        rc = b->own_wrong ? RL_EXIT_FAIL : 0;
+        goto out;
+    }
+    if (b->on_gpu) /* on the GPU the ranks' clocks are CUDA-event measurements, not the model */
+        printf("#\n# Stream time of rank 0 on the GPU (CUDA events; the --hw model is not used)\n");
+    else
+        printf("#\n# Modelled time on %s (virtual clock of the sim backend, alpha-beta model)\n", opts.hw->name);
+    print_table(b, nranks, 0);
+    if (dist)
+        printf("#\n# Wall time of rank 0 on its GPU (%d processes, one GPU each, NCCL; per call: enqueue, NCCL on the "
+               "comm stream and the host's wait for it)\n", nranks);
+    else if (b->on_gpu)
         printf("#\n# Wall time on the GPU (%d rank%s; per call: enqueue, the kernels or NCCL on the comm stream, "
                "and the host's wait for them)\n", opts.ranks, opts.ranks == 1 ? "" : "s");
     else
         printf("#\n# Wall time on this machine (%d rank threads through shared memory)\n", opts.ranks);
-    print_table(b, opts.ranks, 1);
-    rc = 0;
+    print_table(b, nranks, 1);
+    rc = b->own_wrong ? RL_EXIT_FAIL : 0;
     for (int i = 0; i < b->nrows; i++)
         if (b->rows[i].wrong[0] || b->rows[i].wrong[1])
             rc = RL_EXIT_FAIL;

@@ -50,6 +50,12 @@ START_TEST(test_tensor_views_and_memory_account)
     ck_assert_int_eq(m->current[RL_MEM_GRAD], 0);
     ck_assert_int_eq(m->peak[RL_MEM_GRAD], 400);
     ck_assert_int_eq(m->peak_total, 464);
+    /* a host staging tensor: host memory; on sim charged like any tensor, and released on free */
+    rl_tensor *h = rl_tensor_new_host(ctx, "staging", RL_F32, 10);
+    ck_assert_ptr_nonnull(rl_tensor_host_data(h));
+    ck_assert_int_eq(m->current[RL_MEM_OTHER], 40);
+    rl_tensor_free(h);
+    ck_assert_int_eq(m->current[RL_MEM_OTHER], 0);
     /* bf16 storage rounds; copy converts */
     rl_tensor *f = rl_tensor_new_1d(ctx, "f", RL_F32, RL_MEM_OTHER, 32);
     rl_tensor_fill(f, 1.0f + 0x1p-8f);
