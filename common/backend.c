@@ -183,6 +183,9 @@ int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
     }
     c->world_comm->nccl = comm;
     rl_cuda_device_name(e->local_rank, name, sizeof name);
+    char meta[240];
+    snprintf(meta, sizeof meta, "cuda, %s, NCCL, process of rank %d of %d", name, e->rank, e->world_size);
+    rl_trace_set_meta(c->trace, "backend", meta);
     if (!w->opts.quiet)
         fprintf(stderr, "ringlab: --backend cuda: process for rank %d of %d on GPU %d (%s), unique id %s, "
                 "collectives through NCCL\n", e->rank, e->world_size, e->local_rank, name, how);

@@ -161,6 +161,8 @@ typedef struct ddp_run_stats {
      * last step and the part of it under compute kernels; overlap −1 on sim or without comm */
     double measured_comm, measured_hidden, measured_overlap;
     char backend[200];          /* "cuda, NVIDIA H200 ..., NCCL"; "" on sim */
+    int process_rank;           /* one process per rank: this process's rank (the figures are its
+                                 * own, "rank 0" above means it); -1 when ranks are threads */
     int64_t bucket_params[64];  /* per bucket (first 64): parameters and bytes */
     int64_t bucket_bytes[64];
 } ddp_run_stats;

@@ -305,16 +305,20 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
                         DDP_MAX_RANKS, n);
     run_shared *sh = calloc(1, sizeof *sh);
     sh->cfg = cfg;
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < DDP_MAX_RANKS; r++) /* (every slot: a multi-process run fills its own rank's) */
         sh->logs[r].loss = calloc((size_t)cfg->steps, sizeof(float));
     rl_trace *tr = NULL;
     /* --tui: the live timeline while the ranks run (it stays open until q) */
     int rc = cfg->opts.tui ? rl_tui_run_live(&cfg->opts, run_rank, sh, &tr) : rl_launch(&cfg->opts, run_rank, sh, &tr);
+    /* one process per rank (docs/launch.md): this process knows its own rank only */
+    int world = n, me = rl_launch_process_rank(&cfg->opts, &world);
+    int first = me >= 0 ? me : 0, last = me >= 0 ? me + 1 : n;
+    out->process_rank = me;
 
-    if (!rc) {
+    if (!rc && last <= DDP_MAX_RANKS) {
         int s = cfg->steps - 1;
-        const rank_log *l0 = &sh->logs[0];
-        out->ranks = n;
+        const rank_log *l0 = &sh->logs[first];
+        out->ranks = me >= 0 ? world : n;
         out->nbuckets = l0->nbuckets;
         for (int b = 0; b < l0->nbuckets && b < 64; b++) {
             out->bucket_bytes[b] = l0->bucket_bytes[b];
@@ -323,8 +327,8 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
             out->params += l0->bucket_bytes[b] / 4;
         }
         out->first_comm_start = -1;
-        for (int r = 0; r < n; r++) {
-            double busy = 0, idle = 0, comm = 0, end = sh->logs[r].step_start, first = -1;
+        for (int r = first; r < last; r++) {
+            double busy = 0, idle = 0, comm = 0, end = sh->logs[r].step_start, start1 = -1;
             for (size_t i = 0; i < tr->n; i++) {
                 const rl_trace_event *e = &tr->ev[i];
                 if (e->rank != r || e->tags[RL_TAG_STEP] != s)
@@ -336,8 +340,8 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
                     idle += d;
                 else if (e->stream == RL_STREAM_COMM && e->cat == RL_CAT_COMM) {
                     comm += d;
-                    if (first < 0 || e->vstart < first)
-                        first = e->vstart;
+                    if (start1 < 0 || e->vstart < start1)
+                        start1 = e->vstart;
                 }
                 if (e->stream == RL_STREAM_COMPUTE && e->vend > end)
                     end = e->vend;
@@ -347,12 +351,12 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
             out->rank_wait[r] = idle;
             if (t > out->step_time)
                 out->step_time = t;
-            if (r == 0) {
+            if (r == first) { /* rank 0 (in a multi-process run: this process's rank) */
                 out->compute_time = busy;
                 out->exposed_comm = idle;
                 out->comm_time = comm;
-                out->backward_end = sh->logs[0].backward_end - sh->logs[0].step_start;
-                out->first_comm_start = first < 0 ? -1 : first - sh->logs[0].step_start;
+                out->backward_end = l0->backward_end - l0->step_start;
+                out->first_comm_start = start1 < 0 ? -1 : start1 - l0->step_start;
             }
         }
         out->overlap = out->comm_time > 0 ? 1.0 - out->exposed_comm / out->comm_time : 1.0;
@@ -362,31 +366,32 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
         const char *be = rl_trace_get_meta(tr, "backend");
         if (be) {
             snprintf(out->backend, sizeof out->backend, "%s", be);
-            out->measured_overlap = rl_trace_comm_hidden(tr, 0, s, 0, &out->measured_comm, &out->measured_hidden);
+            out->measured_overlap = rl_trace_comm_hidden(tr, first, s, 0, &out->measured_comm, &out->measured_hidden);
         }
         out->bytes_sent = l0->sent1 - l0->sent0;
         out->allreduce_calls = l0->calls1 - l0->calls0;
         out->first_loss = 0;
         out->last_loss = 0;
-        for (int r = 0; r < n; r++) {
-            out->first_loss += sh->logs[r].loss[0] / n;
-            out->last_loss += sh->logs[r].loss[s] / n;
+        for (int r = first; r < last; r++) {
+            out->first_loss += sh->logs[r].loss[0] / (last - first);
+            out->last_loss += sh->logs[r].loss[s] / (last - first);
         }
         if (cfg->print_loss)
             for (int k = 0; k < cfg->steps; k++) {
                 double mean = 0;
-                for (int r = 0; r < n; r++)
-                    mean += sh->logs[r].loss[k] / n;
+                for (int r = first; r < last; r++)
+                    mean += sh->logs[r].loss[k] / (last - first);
                 printf("step %3d  loss %.5f\n", k, mean);
             }
         if (cfg->print_chart && !cfg->opts.tui) {
-            printf("\nTimeline of step %d (modelled; compute and comm stream of every rank; "
-                   "explore it with --trace FILE, then ringlab view FILE):\n", s);
+            printf("\nTimeline of step %d (%s; compute and comm stream of every rank; "
+                   "explore it with --trace FILE, then ringlab view FILE):\n", s,
+                   rl_trace_get_meta(tr, "backend") ? "measured on the GPU" : "modelled");
             rl_tui_print_step_chart(tr, s, 110, stdout);
         }
     }
     rl_trace_free(tr);
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < DDP_MAX_RANKS; r++)
         free(sh->logs[r].loss);
     free(sh);
     return rc;

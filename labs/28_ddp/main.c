@@ -126,8 +126,11 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
         if (strstr(s->backend, "device-memory")) /* more ranks than GPUs: they take turns on one */
             printf("        (measured with the ranks sharing GPUs: their kernels compete for the same SMs)\n");
     }
-    printf("Loss    %.5f after step 0, %.5f after step %d (mean over ranks of the global batch)\n", s->first_loss,
-           s->last_loss, cfg->steps - 1);
+    if (s->process_rank >= 0)
+        printf("        one process per rank: the figures above are rank %d's; no one-rank comparison run\n",
+               s->process_rank);
+    printf("Loss    %.5f after step 0, %.5f after step %d (%s)\n", s->first_loss, s->last_loss, cfg->steps - 1,
+           s->process_rank >= 0 ? "rank 0's shard of the global batch" : "mean over ranks of the global batch");
 }
 
 int main(int argc, char **argv)
@@ -195,6 +198,10 @@ int main(int argc, char **argv)
         free(t);
         return rl_exit_status(rc);
     }
+    /* one process per rank (docs/launch.md): the world is WORLD_SIZE processes */
+    int world = cfg.opts.ranks, me = rl_launch_process_rank(&cfg.opts, &world);
+    if (me >= 0)
+        cfg.opts.ranks = world;
     const rl_hw *hw = cfg.opts.hw ? cfg.opts.hw : rl_hw_default();
     printf("Lab 28: DDP training of an MLP (%d blocks, hidden %d) on %d rank%s of %s, %d step%s\n", cfg.model.layers,
            cfg.model.hidden, cfg.opts.ranks, cfg.opts.ranks == 1 ? "" : "s", hw->name, cfg.steps,
@@ -213,8 +220,13 @@ int main(int argc, char **argv)
                     rl_status_name(rc));
         return rl_exit_status(rc);
     }
+    if (me > 0) { /* one process per rank: rank 0 prints the summary */
+        printf("rank %d of %d: done; loss of this rank's shard %.5f after step 0, %.5f after step %d\n", me, world,
+               s.first_loss, s.last_loss, cfg.steps - 1);
+        return 0;
+    }
     ddp_run_stats one, *onep = NULL;
-    if (cfg.opts.ranks > 1) {
+    if (cfg.opts.ranks > 1 && me < 0) { /* (not in a multi-process run: it would start all processes' world) */
         ddp_run_config c1 = cfg;
         c1.opts.ranks = 1;
         c1.opts.trace_path = NULL;
