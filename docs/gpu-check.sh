@@ -4,15 +4,18 @@
 #   1. every op of ops.h on the GPU against the CPU reference (build/gpu_check: max relative
 #      error, tolerance, PASS/FAIL), measured trace times, the device transport's reduction;
 #   2. GEMM TFLOP/s (bf16, f32) against the hardware profile's peak;
-#   3. `bench all_reduce` on the device-memory transport, 4 ranks on GPU 0 (nccl-tests
-#      format; every #wrong must be 0), and on NCCL with one rank per GPU when there are >= 2;
+#   3. `ringlab bench` (nccl-tests format; every #wrong must be 0): every collective on the
+#      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank; one process per
+#      rank by RANK/WORLD_SIZE and by mpirun (a world of one process, or one per GPU with >= 2);
 #   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
-#      the same seed: final loss within a relative tolerance, and the overlap figure of the
-#      real (CUDA-event) timeline.
-# Every step has a time limit (STEP_LIMIT, default 240 s; the whole check is meant to take
-# under 8 minutes on one H200, build included) and a failed step prints a line and the check
+#      the same seed: final loss within a relative tolerance, and the measured overlap
+#      (CUDA-event timeline); labs 29-31 on cuda as informational rows;
+#   5. compute-sanitizer memcheck on lab 28 (4 ranks): no memory errors.
+# Every step has a time limit (STEP_LIMIT, default 240 s; the first run on one H200 took 52 s,
+# build included) and a failed step prints a line and the check
 # goes on. With $OUT set, the summary table goes to $OUT/gpu-check.txt and the full output to
-# $OUT/gpu-check.log. Paste the output into docs/gpu-runs.md with the date and the machine.
+# $OUT/gpu-check.log (also build.log, sanitizer.log and lab 28's traces). Record the output
+# in docs/gpu-runs.md with the date and the machine.
 set -u
 cd "$(dirname "$0")/.."
 STEP_LIMIT=${STEP_LIMIT:-240}
@@ -114,7 +117,9 @@ bench() {
   local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
   if [ -n "${bench_hung:-}" ]; then result "$label" "skipped: $bench_hung timed out" FAIL; return; fi
   echo "-- $label"
-  env "${envs[@]}" timeout -k 10 "$STEP_LIMIT" build/ringlab bench "$@" --backend cuda --ranks "$ranks" \
+  local launch=()
+  if [ "${*: -1}" = "--mpirun" ]; then launch=(mpirun -np "$ranks"); set -- "${@:1:$(($# - 1))}"; fi
+  env "${envs[@]}" timeout -k 10 "$STEP_LIMIT" "${launch[@]}" build/ringlab bench "$@" --backend cuda --ranks "$ranks" \
     >/tmp/ringlab-gpu-bench.log 2>&1; local rc=$?
   cat /tmp/ringlab-gpu-bench.log
   [ $rc -eq 124 ] || [ $rc -eq 137 ] && bench_hung="$label"
@@ -134,6 +139,28 @@ if [ "$ngpus" -ge 2 ]; then
   bench "all_reduce, NCCL, $ngpus ranks" "$ngpus" -- all_reduce -b 8 -e 256M -f 4 -n 10 -w 3
 else
   result "bench all_reduce, NCCL, >= 2 ranks" "skipped: one GPU (NCCL needs one GPU per rank)" "-"
+fi
+
+say "one process per rank (docs/launch.md): a world of one process, by RANK/WORLD_SIZE and by mpirun"
+bench "all_reduce, 1 process by RANK/WORLD_SIZE (TCP id)" 1 RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_PORT=29611 -- \
+  all_reduce -b 1K -e 16M -f 16 -n 5 -w 2
+if command -v mpirun >/dev/null && grep -q '✓ MPI' /tmp/ringlab-gpu-build.log; then
+  bench "all_reduce, 1 process by mpirun (MPI_Bcast id)" 1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 -- \
+    all_reduce -b 1K -e 16M -f 16 -n 5 -w 2 --mpirun
+else
+  result "all_reduce, 1 process by mpirun" "skipped: no mpirun, or a build without MPI" "-"
+fi
+if [ "$ngpus" -ge 2 ]; then
+  echo "-- all_reduce, $ngpus processes by RANK/WORLD_SIZE"
+  for r in $(seq 1 $((ngpus - 1))); do
+    RANK=$r WORLD_SIZE=$ngpus LOCAL_RANK=$r MASTER_PORT=29612 timeout -k 10 "$STEP_LIMIT" build/ringlab bench \
+      all_reduce --backend cuda -b 8 -e 256M -f 4 -n 10 -w 3 >/tmp/ringlab-dist-$r.log 2>&1 &
+  done
+  RANK=0 WORLD_SIZE=$ngpus LOCAL_RANK=0 MASTER_PORT=29612 timeout -k 10 "$STEP_LIMIT" build/ringlab bench \
+    all_reduce --backend cuda -b 8 -e 256M -f 4 -n 10 -w 3 >/tmp/ringlab-gpu-bench.log 2>&1; rc=$?
+  wait
+  cat /tmp/ringlab-gpu-bench.log /tmp/ringlab-dist-*.log
+  bench_row "all_reduce, $ngpus processes (NCCL)" /tmp/ringlab-gpu-bench.log "$rc"
 fi
 
 say "lab 28 (reference solution), --backend cuda vs sim, same seed"
