@@ -161,17 +161,29 @@ int rl_attn_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *
         return rl_error(ctx, RL_ERR_ARG,
                         "attn_merge: out and out_b must be the same [b, s, nh·hd] shape and lse, lse_b f32 [b, nh, s] "
                         "with nh dividing the width");
-    float *O = rl_tensor_host_data(out), *L = rl_tensor_host_data(lse);
-    const float *Ob = rl_tensor_host_data(out_b), *Lb = rl_tensor_host_data(lse_b);
-    if (!O || !L || !Ob || !Lb || out->dtype != RL_F32 || out_b->dtype != RL_F32)
-        return rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_merge: needs f32 host tensors");
+    if (out->dtype != RL_F32 || out_b->dtype != RL_F32)
+        return rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_merge: out and out_b must be f32 (got %s, %s)",
+                        rl_dtype_name(out->dtype), rl_dtype_name(out_b->dtype));
+    /* staged through host copies, so device tensors (--backend cuda) merge the same way */
+    float *O = malloc(sizeof(float) * (size_t)out->numel), *L = malloc(sizeof(float) * (size_t)lse->numel);
+    float *Ob = malloc(sizeof(float) * (size_t)out->numel), *Lb = malloc(sizeof(float) * (size_t)lse->numel);
+    int rc = !O || !L || !Ob || !Lb ? rl_error(ctx, RL_ERR_NOMEM, "attn_merge: out of host memory") : RL_OK;
+    if (!rc && (rl_tensor_to_f32(out, O, out->numel) || rl_tensor_to_f32(lse, L, lse->numel) ||
+                rl_tensor_to_f32(out_b, Ob, out->numel) || rl_tensor_to_f32(lse_b, Lb, lse->numel)))
+        rc = rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_merge: could not read out, lse, out_b or lse_b");
     int64_t B = out->shape[0], S = out->shape[1], H = out->shape[2], hd = H / n_heads;
-    for (int64_t b = 0; b < B; b++)
+    for (int64_t b = 0; !rc && b < B; b++)
         for (int64_t h = 0; h < n_heads; h++)
             for (int64_t i = 0; i < S; i++)
                 merge_row(O + (b * S + i) * H + h * hd, L + (b * n_heads + h) * S + i, Ob + (b * S + i) * H + h * hd,
                           Lb[(b * n_heads + h) * S + i], hd);
-    return RL_OK;
+    if (!rc && (rl_tensor_from_f32(out, O, out->numel) || rl_tensor_from_f32(lse, L, lse->numel)))
+        rc = rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_merge: could not write out or lse");
+    free(O);
+    free(L);
+    free(Ob);
+    free(Lb);
+    return rc;
 }
 
 int rl_cp_zigzag_chunks(int cp, int rank, int *first, int *second)
