@@ -10,7 +10,8 @@
 #   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
 #      the same seed: final loss within a relative tolerance, and the measured overlap
 #      (CUDA-event timeline); labs 29-31 on cuda as informational rows;
-#   5. compute-sanitizer memcheck on lab 28 (4 ranks): no memory errors.
+#   5. the unit suites that behave differently with a GPU (backend, gpu_ops, dist; needs Check);
+#   6. compute-sanitizer memcheck on lab 28 (4 ranks): no memory errors.
 # Every step has a time limit (STEP_LIMIT, default 240 s; the first run on one H200 took 52 s,
 # build included) and a failed step prints a line and the check
 # goes on. With $OUT set, the summary table goes to $OUT/gpu-check.txt and the full output to
@@ -78,6 +79,13 @@ if [ ! -f /usr/include/jansson.h ]; then
   fi
 fi
 
+# Check (the unit tests' framework), carried the same way, so the GPU-aware unit suites run here too
+if [ ! -f /usr/include/check.h ] && ls .gpu-deps/check_*.deb >/dev/null 2>&1; then
+  for f in .gpu-deps/check_*.deb .gpu-deps/libsubunit*.deb; do dpkg -x "$f" /; done
+  ldconfig 2>/dev/null
+  echo "Check unpacked from .gpu-deps/"
+fi
+
 say "build (GPU code for sm_$cc only)"
 lab=$(ls -d labs/28_* 2>/dev/null | head -1); lab=${lab#labs/}
 others=$(ls -d labs/29_* labs/30_* labs/31_* 2>/dev/null | sed 's|^labs/\(.*\)|build/solutions/\1/run|' | tr '\n' ' ')
@@ -90,6 +98,11 @@ if ! run 300 make -j"$jobs" ${nccl_home:+NCCL_HOME=$nccl_home} CUDA_ARCH="-genco
 fi
 grep -E '✓|✗' /tmp/ringlab-gpu-build.log | head -10
 result "build (sm_$cc)" "make $targets" PASS
+
+if [ -f /usr/include/check.h ]; then
+  make -j"$jobs" ${nccl_home:+NCCL_HOME=$nccl_home} CUDA_ARCH="-gencode arch=compute_$cc,code=sm_$cc" \
+    CUDA_ARCH_NAME="sm_$cc" build/tests/run_tests >>/tmp/ringlab-gpu-build.log 2>&1 || echo "(the unit tests did not build: see build.log)"
+fi
 
 say "ops on the GPU vs the CPU reference; trace times; GEMM"
 run "$STEP_LIMIT" build/gpu_check | tee /tmp/ringlab-gpu-ops.log; rc=${PIPESTATUS[0]}
@@ -200,6 +213,19 @@ for bin in $others; do
   why=$(grep -E '^ringlab: ' /tmp/ringlab-lab-cuda.log | grep -v -- '--backend cuda: ' | head -1 | cut -c1-50)
   result "lab ${name%%_*} (info), 4 ranks, cuda" "exit $rc_cuda (sim $rc_sim)${loss_cuda:+; loss cuda $loss_cuda sim $loss_sim}${why:+; $why}" "-"
 done
+
+say "unit suites that behave differently on a GPU machine (backend, gpu_ops, dist)"
+if [ -x build/tests/run_tests ]; then
+  for suite in backend gpu_ops dist; do
+    RINGLAB_BUILD=build CK_RUN_SUITE=$suite timeout -k 10 "$STEP_LIMIT" build/tests/run_tests >/tmp/ringlab-unit.log 2>&1
+    rc=$?
+    grep -vE '^Running suite' /tmp/ringlab-unit.log | tail -5
+    line=$(grep -E '^[0-9]+%: Checks:' /tmp/ringlab-unit.log | tail -1)
+    result "unit suite $suite on the GPU machine" "${line:-no summary (exit $rc)}" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)"
+  done
+else
+  result "unit suites on the GPU machine" "skipped: no Check here (carry its .debs in .gpu-deps)" "-"
+fi
 
 say "compute-sanitizer memcheck: lab 28, 4 ranks, 2 steps, --backend cuda"
 if command -v compute-sanitizer >/dev/null && [ -n "$lab" ]; then
