@@ -545,6 +545,17 @@ int rl_launch_process_rank(const rl_opts *opts, int *world_size)
     return plan.env.rank;
 }
 
+int rl_require_one_process(const rl_opts *opts, const char *program)
+{
+    int world = opts->ranks, me = rl_launch_process_rank(opts, &world);
+    if (me < 0)
+        return 0;
+    fprintf(stderr, "ringlab: %s runs every rank in one process (it compares all ranks' results), but this is "
+            "process %d of %d under a launcher: start it once with --ranks %d --backend cuda (ranks share or "
+            "split the GPUs), or run lab 28 or ringlab bench one process per rank\n", program, me, world, world);
+    return RL_ERR_ARG;
+}
+
 char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size)
 {
     size_t len = strlen(path);

@@ -70,6 +70,10 @@ int rl_exit_status(int launch_result);
  * *world_size = opts->ranks) when one process runs every rank, or when rl_launch will refuse
  * the options. Decides as rl_launch does, printing nothing. */
 int rl_launch_process_rank(const rl_opts *opts, int *world_size);
+/* For programs that need every rank's results in one process (labs 29-31): 0 when this
+ * process runs every rank; under a multi-process launcher with --backend cuda, prints one
+ * line saying so (and what to run instead) and returns RL_ERR_ARG. */
+int rl_require_one_process(const rl_opts *opts, const char *program);
 /* The trace file of rank `rank` in a multi-process run: rank 0 writes path itself, rank R > 0
  * path with ".rankR" before a final ".json" (else at the end). Returns out. */
 char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size);

@@ -218,6 +218,24 @@ START_TEST(test_cuda_under_launcher)
 }
 END_TEST
 
+/* Labs 29-31 need every rank in one process: rl_require_one_process lets them run on
+ * threads and refuses (with the way out) only a process that holds one rank of many. */
+START_TEST(test_require_one_process)
+{
+    rl_opts o;
+    char why[320];
+    rl_opts_init(&o);
+    ck_assert_int_eq(rl_require_one_process(&o, "lab 29"), 0); /* no launcher: threads */
+    setenv("RANK", "1", 1); /* (the test runs in its own process) */
+    setenv("WORLD_SIZE", "2", 1);
+    ck_assert_int_eq(rl_require_one_process(&o, "lab 29"), 0); /* sim: rl_launch says why it refuses */
+    o.backend = RL_BACKEND_CUDA;
+    setenv("LOCAL_RANK", "0", 1);
+    int expect = rl_backend_probe(why, sizeof why) > 0 && rl_backend_built_nccl() ? RL_ERR_ARG : 0;
+    ck_assert_int_eq(rl_require_one_process(&o, "lab 29"), expect);
+}
+END_TEST
+
 START_TEST(test_trace_rank_path)
 {
     char buf[256];
@@ -357,6 +375,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_sim_refuses_world_of_processes);
     tcase_add_test(tc, test_cuda_under_launcher);
     tcase_add_test(tc, test_trace_rank_path);
+    tcase_add_test(tc, test_require_one_process);
     tcase_add_test(tc, test_split_members);
     tcase_add_test(tc, test_split_in_process_same_rule);
     tcase_add_test(tc, test_dist_world_of_one_on_gpu);

@@ -138,6 +138,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return RL_EXIT_USAGE;
     }
+    if (rl_require_one_process(&cfg.opts, "lab 29"))
+        return RL_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v = 0;

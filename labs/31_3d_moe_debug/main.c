@@ -351,6 +351,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return RL_EXIT_USAGE;
     }
+    if (rl_require_one_process(&a.opts, "lab 31"))
+        return RL_EXIT_USAGE;
     a.part = "mesh", a.pp = 2, a.tp = 2, a.cp = 1, a.ep = 1, a.m = 4, a.steps = 3, a.experts = 8, a.top_k = 2;
     a.cf = 1.25;
     for (int i = 1; i < argc; i++) {
