@@ -3,13 +3,20 @@
  * runner, which prints Check's summary line last. CK_RUN_SUITE / CK_RUN_CASE select. */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define RL_SUITE(name) Suite *name(void);
 #include "suites.gen.h"
 #undef RL_SUITE
 
+/* A test may start this binary as a child program (under mpirun, say), named by RL_TEST_CHILD. */
+int rl_test_child_bootstrap_mpi(void);
+
 int main(void)
 {
+    const char *child = getenv("RL_TEST_CHILD");
+    if (child)
+        return strcmp(child, "bootstrap_mpi") == 0 ? rl_test_child_bootstrap_mpi() : 2;
     SRunner *sr = NULL;
 #define RL_SUITE(name) \
     do { if (!sr) sr = srunner_create(name()); else srunner_add_suite(sr, name()); } while (0);

@@ -319,6 +319,44 @@ START_TEST(test_mpi_path)
 }
 END_TEST
 
+/* Under mpirun (RL_TEST_CHILD=bootstrap_mpi): rank 0's id reaches every rank by MPI_Bcast,
+ * and MPI's rank and size are the launcher's. Exit 0, or 20 + what went wrong. */
+int rl_test_child_bootstrap_mpi(void)
+{
+    rl_dist_env e;
+    char err[512];
+    unsigned char id[128], want[128];
+    make_id(want, sizeof want, 9);
+    const char *r = getenv("OMPI_COMM_WORLD_RANK"), *n = getenv("OMPI_COMM_WORLD_SIZE");
+    if (r && atoi(r) == 0)
+        memcpy(id, want, sizeof id);
+    else
+        memset(id, 0, sizeof id);
+    if (rl_bootstrap_mpi(&e, id, sizeof id, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 21;
+    }
+    int rc = memcmp(id, want, sizeof id) ? 22 : (r && e.rank != atoi(r)) || (n && e.world_size != atoi(n)) ? 23 : 0;
+    rl_bootstrap_mpi_finalize();
+    return rc;
+}
+
+/* In a build with MPI and with mpirun on the PATH: three processes share an id by MPI_Bcast. */
+START_TEST(test_mpi_bcast_under_mpirun)
+{
+    if (!rl_backend_built_mpi() || system("command -v mpirun >/dev/null 2>&1") != 0)
+        return; /* (CI builds without MPI; the argument checks above still run) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "RL_TEST_CHILD=bootstrap_mpi OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "timeout 30 mpirun --oversubscribe -np 3 %s/tests/run_tests >/tmp/rl_mpi_child.log 2>&1",
+             rl_test_build());
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "mpirun -np 3 exited %d (see /tmp/rl_mpi_child.log)",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 Suite *backend_suite(void)
 {
     Suite *s = suite_create("backend");
@@ -333,6 +371,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_tcp_nobody_listening);
     tcase_add_test(tc, test_tcp_refuses_wrong_world_size);
     tcase_add_test(tc, test_mpi_path);
+    tcase_add_test(tc, test_mpi_bcast_under_mpirun);
     suite_add_tcase(s, tc);
     return s;
 }
