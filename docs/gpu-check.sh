@@ -3,7 +3,8 @@
 # (GPU code for this GPU's architecture only) and print one table:
 #   1. every op of ops.h on the GPU against the CPU reference (build/gpu_check: max relative
 #      error, tolerance, PASS/FAIL), measured trace times, the device transport's reduction;
-#   2. GEMM TFLOP/s (bf16, f32) against the hardware profile's peak;
+#   2. GEMM TFLOP/s (bf16, f32; random inputs) against the profile's datasheet peak and the best
+#      rate measured here;
 #   3. `ringlab bench` (nccl-tests format; every #wrong must be 0): every collective on the
 #      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank; one process per
 #      rank by RANK/WORLD_SIZE and by mpirun (a world of one process, or one per GPU with >= 2);
@@ -112,8 +113,8 @@ fi
 nrows=$(grep -cE '^\| .* \| (PASS|FAIL) \|$' /tmp/ringlab-gpu-ops.log)
 nfail=$(grep -cE '^\| .* \| FAIL \|$' /tmp/ringlab-gpu-ops.log)
 result "ops vs CPU (build/gpu_check)" "$nrows checks, $nfail failed (table above)" "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL)"
-grep -E '^\| (bf16|f32) [0-9]+\^3' /tmp/ringlab-gpu-ops.log | while IFS='|' read -r _ what tf pct _; do
-  result "GEMM $(echo $what)" "$(echo $tf) TFLOP/s ($(echo $pct))" "-"
+grep -E '^\| (bf16|f32) [0-9]+\^3' /tmp/ringlab-gpu-ops.log | while IFS='|' read -r _ what tf pct best _; do
+  result "GEMM $(echo $what)" "$(echo $tf) TFLOP/s ($(echo $pct) datasheet; $(echo $best) best measured)" "-"
 done
 
 bench_row() { # $1 label, $2 log, $3 rc
