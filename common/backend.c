@@ -488,7 +488,6 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     for (int i = 0; i < w->nops; i++)
         rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
     rl_cuda_rank_device(g);
-    rl_cuda_comm_mark(g, 0);
     int timer = rl_cuda_timer_start(g, 1); /* the measured span of the work item (trace times) */
     int grouped = w->nops > 1;
     if (grouped && rl_nccl_group_start(err, sizeof err))
@@ -522,7 +521,6 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     }
     if (grouped && rl_nccl_group_end(err, sizeof err))
         return nccl_fail(ctx, w, "ncclGroupEnd", err);
-    rl_cuda_comm_mark(g, 1);
     rl_cuda_timer_stop(g, 1, timer);
     /* wait for the comm stream, noticing an abort (the watchdog) instead of hanging */
     int waited = comm_stream_wait(ctx, err, sizeof err);

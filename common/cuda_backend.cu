@@ -27,7 +27,6 @@ struct rl_cuda_rank {
     int dev;
     cudaStream_t stream[2];      /* 0 compute, 1 comm */
     cudaEvent_t ready;           /* compute → comm ordering */
-    cudaEvent_t mark[2];         /* comm-stream timing */
     cublasHandle_t blas;
     /* timeline: timers are started by the rank thread (ops) and the comm worker (calls) */
     pthread_mutex_t tmu;
@@ -113,8 +112,6 @@ extern "C" rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len)
         e = cudaStreamCreateWithFlags(&r->stream[i], cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&r->ready, cudaEventDisableTiming);
-    for (int i = 0; i < 2 && e == cudaSuccess; i++)
-        e = cudaEventCreate(&r->mark[i]);
     if (e != cudaSuccess) {
         snprintf(err, (size_t)len, "GPU %d: could not create streams/events: %s", dev, cudaGetErrorString(e));
         rl_cuda_rank_free(r);
@@ -143,8 +140,6 @@ extern "C" void rl_cuda_rank_free(rl_cuda_rank *r)
             cudaStreamSynchronize(r->stream[i]);
             cudaStreamDestroy(r->stream[i]);
         }
-        if (r->mark[i])
-            cudaEventDestroy(r->mark[i]);
     }
     if (r->ready)
         cudaEventDestroy(r->ready);
@@ -200,24 +195,6 @@ extern "C" int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int l
     return 1;
 }
 
-extern "C" int rl_cuda_comm_mark(rl_cuda_rank *r, int which)
-{
-    cudaSetDevice(r->dev);
-    return cudaEventRecord(r->mark[which ? 1 : 0], r->stream[1]) == cudaSuccess ? 0 : -1;
-}
-
-extern "C" double rl_cuda_comm_elapsed(rl_cuda_rank *r)
-{
-    float ms = 0;
-    cudaSetDevice(r->dev);
-    if (cudaEventSynchronize(r->mark[1]) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, r->mark[0], r->mark[1]) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return ms * 1e-3;
-}
-
 /* ------------------------------------------------------------------ memory */
 
 extern "C" void *rl_cuda_malloc(rl_cuda_rank *r, int64_t bytes, char *err, int len)
@@ -263,16 +240,6 @@ extern "C" int rl_cuda_memcpy(rl_cuda_rank *r, int which, void *dst, const void 
     RL_CU(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
     RL_CU(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     return 0;
-}
-
-extern "C" int rl_cuda_is_device_ptr(const void *p)
-{
-    cudaPointerAttributes a;
-    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -326,54 +293,6 @@ extern "C" int rl_cuda_reduce(rl_cuda_rank *r, int which, int dtype, int op, int
     reduce_kernel<<<(unsigned)blocks, 256, 0, st>>>(s, n, dtype, op, dst, lo, hi);
     RL_CU(cudaGetLastError(), "reduce kernel launch");
     RL_CU(cudaStreamSynchronize(st), "reduce kernel");
-    return 0;
-}
-
-__global__ void fill_kernel(void *x, int dtype, int64_t n, float v)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    if (dtype)
-        ((uint16_t *)x)[i] = rl_dev_f32_to_bf16(v);
-    else
-        ((float *)x)[i] = v;
-}
-
-extern "C" int rl_cuda_fill(rl_cuda_rank *r, void *x, int dtype, int64_t n, float v, char *err, int len)
-{
-    if (n <= 0)
-        return 0;
-    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
-    fill_kernel<<<(unsigned)((n + 255) / 256), 256, 0, r->stream[0]>>>(x, dtype, n, v);
-    RL_CU(cudaGetLastError(), "fill kernel launch");
-    RL_CU(cudaStreamSynchronize(r->stream[0]), "fill kernel");
-    return 0;
-}
-
-__global__ void convert_kernel(void *dst, int dd, const void *src, int sd, int64_t n)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    float v = sd ? rl_dev_bf16_to_f32(((const uint16_t *)src)[i]) : ((const float *)src)[i];
-    if (dd)
-        ((uint16_t *)dst)[i] = rl_dev_f32_to_bf16(v);
-    else
-        ((float *)dst)[i] = v;
-}
-
-extern "C" int rl_cuda_convert(rl_cuda_rank *r, void *dst, int dst_dtype, const void *src, int src_dtype,
-                               int64_t n, char *err, int len)
-{
-    if (n <= 0)
-        return 0;
-    if (dst_dtype == src_dtype)
-        return rl_cuda_memcpy(r, 0, dst, src, n * (dst_dtype ? 2 : 4), err, len);
-    RL_CU(cudaSetDevice(r->dev), "cudaSetDevice");
-    convert_kernel<<<(unsigned)((n + 255) / 256), 256, 0, r->stream[0]>>>(dst, dst_dtype, src, src_dtype, n);
-    RL_CU(cudaGetLastError(), "convert kernel launch");
-    RL_CU(cudaStreamSynchronize(r->stream[0]), "convert kernel");
     return 0;
 }
 

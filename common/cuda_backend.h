@@ -35,9 +35,6 @@ int rl_cuda_comm_after_compute(rl_cuda_rank *r, char *err, int len);
 int rl_cuda_stream_sync(rl_cuda_rank *r, int which, char *err, int len);
 /* 1 if the stream's work is done, 0 if still running, -1 with a message on a CUDA error. */
 int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int len);
-/* Wall seconds the comm stream spent between two marks: mark 0 before, mark 1 after. */
-int rl_cuda_comm_mark(rl_cuda_rank *r, int which);
-double rl_cuda_comm_elapsed(rl_cuda_rank *r);
 
 /* ------------------------------------------------------------------ memory */
 /* cudaMalloc on the rank's device (zero-filled). */
@@ -47,8 +44,6 @@ void rl_cuda_free(void *p);
 /* Copies bytes between host and/or device pointers (unified addressing) on stream
  * `which` of r (r may be NULL: the legacy default stream) and waits for it. */
 int rl_cuda_memcpy(rl_cuda_rank *r, int which, void *dst, const void *src, int64_t bytes, char *err, int len);
-/* 1 if p points to device memory. */
-int rl_cuda_is_device_ptr(const void *p);
 
 /* ------------------------------------------------------------------ small kernels */
 /* dst[lo..hi) = srcs[0] op srcs[1] op ... op srcs[n-1] over [lo..hi), in rank order, with an
@@ -56,11 +51,6 @@ int rl_cuda_is_device_ptr(const void *p);
  * bitwise the same results as the sim backend's host reduction. n ≤ 64. On stream `which`. */
 int rl_cuda_reduce(rl_cuda_rank *r, int which, int dtype, int op, int n, const void *const *srcs, void *dst,
                    int64_t lo, int64_t hi, char *err, int len);
-/* x[0..n) = v (dtype 0 f32, 1 bf16 rounded to nearest even). */
-int rl_cuda_fill(rl_cuda_rank *r, void *x, int dtype, int64_t n, float v, char *err, int len);
-/* dst[i] = convert(src[i]) between f32 and bf16, i < n. */
-int rl_cuda_convert(rl_cuda_rank *r, void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n,
-                    char *err, int len);
 
 /* ------------------------------------------------------------------ NCCL (nccl_comm.cu) */
 /* 1 if built with NCCL. */
