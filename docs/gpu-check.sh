@@ -68,15 +68,15 @@ fi
 # The GPU machine has no network: the JSON library comes as Debian packages carried in
 # .gpu-deps/ (made on the development machine; see docs/gpu-runs.md).
 if [ ! -f /usr/include/jansson.h ]; then
-  if ls .gpu-deps/*.deb >/dev/null 2>&1; then
-    for f in .gpu-deps/*.deb; do dpkg -x "$f" /; done
+  if ls .gpu-deps/libjansson*.deb >/dev/null 2>&1; then
+    for f in .gpu-deps/libjansson*.deb; do dpkg -x "$f" /; done
     ldconfig 2>/dev/null
     echo "jansson unpacked from .gpu-deps/"
   else
     echo "jansson (the JSON library) is missing and this machine has no network. On the development"
     echo "machine: mkdir -p .gpu-deps && (cd .gpu-deps && apt-get download libjansson4 libjansson-dev),"
-    echo "then carry .gpu-deps with the run."
-    result "dependencies" "jansson missing (carry .gpu-deps)" FAIL; return 2
+    echo "then bring .gpu-deps along with the working tree (docs/gpu-runs.md)."
+    result "dependencies" "jansson missing (bring .gpu-deps)" FAIL; return 2
   fi
 fi
 
@@ -225,7 +225,7 @@ if [ -x build/tests/run_tests ]; then
     result "unit suite $suite on the GPU machine" "${line:-no summary (exit $rc)}" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)"
   done
 else
-  result "unit suites on the GPU machine" "skipped: no Check here (carry its .debs in .gpu-deps)" "-"
+  result "unit suites on the GPU machine" "skipped: no Check here (bring its .debs in .gpu-deps)" "-"
 fi
 
 say "compute-sanitizer memcheck: lab 28, 4 ranks, 2 steps, --backend cuda"
