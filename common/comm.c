@@ -674,15 +674,8 @@ rl_comm *rl_comm_split(rl_comm *parent, int color, int key)
 
 #define BLOCK 1024
 
-/* dst[lo..hi) = reduction over srcs[0..n) of elements lo..hi, in rank order. */
-static void reduce_range(rl_ctx *ctx, rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst,
-                         int64_t lo, int64_t hi)
+void rl_host_reduce(rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst, int64_t lo, int64_t hi)
 {
-    if (ctx->world->gpu_mode) { /* GPU backend hook (issue 6): device-memory transport */
-        if (rl_backend_reduce(ctx, (int)dt, (int)op, n, srcs, dst, lo, hi))
-            rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, rl_last_error(ctx));
-        return;
-    }
     float acc[BLOCK];
     for (int64_t b = lo; b < hi; b += BLOCK) {
         int64_t m = hi - b < BLOCK ? hi - b : BLOCK;
@@ -719,6 +712,18 @@ static void reduce_range(rl_ctx *ctx, rl_dtype dt, rl_redop op, int n, const voi
         else
             for (int64_t i = 0; i < m; i++) ((rl_bf16 *)dst)[b + i] = rl_f32_to_bf16(acc[i]);
     }
+}
+
+/* dst[lo..hi) = reduction over srcs[0..n) of elements lo..hi, in rank order. */
+static void reduce_range(rl_ctx *ctx, rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst,
+                         int64_t lo, int64_t hi)
+{
+    if (ctx->world->gpu_mode) { /* GPU backend hook (issue 6): device-memory transport */
+        if (rl_backend_reduce(ctx, (int)dt, (int)op, n, srcs, dst, lo, hi))
+            rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, rl_last_error(ctx));
+        return;
+    }
+    rl_host_reduce(dt, op, n, srcs, dst, lo, hi);
 }
 
 static void copy_bytes(rl_ctx *ctx, void *dst, const void *src, int64_t bytes)

@@ -214,6 +214,9 @@ rl_comm *rl_comm_attach(rl_ctx *ctx, rl_commgroup *g, int rank);
  * rank's colors[] and keys[] (n each): their parent ranks, ordered by key then parent rank,
  * into members; returns how many (0 for RL_COLOR_NONE) and me's new rank in *new_rank. */
 int rl_split_members(int n, const int *colors, const int *keys, int me, int *members, int *new_rank);
+/* dst[lo..hi) = the reduction (op) over srcs[0..n) of elements lo..hi, in rank order, with an
+ * f32 accumulator: the sim backend's reduction, which the GPU's must equal bit for bit. */
+void rl_host_reduce(rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst, int64_t lo, int64_t hi);
 /* Comm-stream worker thread body. */
 void *rl_comm_worker(void *arg);
 /* Adds a flight record on ctx (ctx->qmu held); returns its id. */

@@ -20,15 +20,7 @@
 /* Runs `ringlab ARGS` (stderr with stdout), returns the exit status and the output. */
 static int run_ringlab(const char *args, char *out, size_t size)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1", rl_test_build(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t k = fread(out, 1, size - 1, p);
-    out[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rl_test_run_ringlab(rl_test_build(), "", args, out, size);
 }
 
 /* Number of lines of out that contain s. */
@@ -357,6 +349,33 @@ START_TEST(test_mpi_bcast_under_mpirun)
 }
 END_TEST
 
+/* --backend cuda's host side on the emulated GPU of the CUDA_FAKE build (build/fakegpu, made
+ * by make test-unit): device tensors whose host pointer is NULL, and the device-memory
+ * transport of every collective, f32 and bf16, on 3 and 4 ranks sharing the "GPU". A program
+ * that wrote device memory through a host pointer crashes here (bench did on a real H200). */
+START_TEST(test_cuda_host_side_on_emulated_gpu)
+{
+    const char *dir = getenv("RINGLAB_FAKEGPU_BUILD");
+    if (!dir)
+        return; /* (only make test-unit builds it; the sanitizer run skips this) */
+    static char out[1 << 17];
+    static const char *const colls[] = { "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
+                                         "all_to_all", "all_to_allv", "sendrecv" };
+    char args[256];
+    for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+        for (int ranks = 3; ranks <= 4; ranks++)
+            for (int bf16 = 0; bf16 <= 1; bf16++) {
+                snprintf(args, sizeof args, "bench %s --backend cuda --ranks %d -b 1K -e 256K -f 16 -n 1 -w 1%s",
+                         colls[c], ranks, bf16 ? " -d bfloat16" : "");
+                int st = rl_test_run_ringlab(dir, "", args, out, sizeof out);
+                ck_assert_msg(st == 0, "ringlab %s: exit %d\n%s", args, st, out);
+                ck_assert_msg(strstr(out, "device-memory transport") && strstr(out, "# Wall time on the GPU") &&
+                                  strstr(out, "# Out of bounds values : 0 OK"),
+                              "ringlab %s:\n%s", args, out);
+            }
+}
+END_TEST
+
 Suite *backend_suite(void)
 {
     Suite *s = suite_create("backend");
@@ -372,6 +391,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_tcp_refuses_wrong_world_size);
     tcase_add_test(tc, test_mpi_path);
     tcase_add_test(tc, test_mpi_bcast_under_mpirun);
+    tcase_add_test(tc, test_cuda_host_side_on_emulated_gpu);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,14 +20,7 @@
 /* Runs `ringlab ARGS` (stderr too), returns the exit status; output in out. */
 static int calc_run(const char *args, char *out, size_t size)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1", rl_test_build(), args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t k = fread(out, 1, size - 1, p);
-    out[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rl_test_run_ringlab(rl_test_build(), "", args, out, size);
 }
 
 /* Runs `ringlab calc ARGS --json`, checks exit 0 and returns the parsed object. */

@@ -32,17 +32,11 @@ static void unset_launcher_vars(void)
  * removed); returns the exit status and the output. */
 static int run_ringlab_env(const char *vars, const char *args, char *out, size_t size)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
+    char prefix[512];
+    snprintf(prefix, sizeof prefix,
              "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_RANK "
-             "-u OMPI_COMM_WORLD_SIZE -u PMI_RANK -u PMI_SIZE %s %s/ringlab %s 2>&1", vars, rl_test_build(), args);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t k = fread(out, 1, size - 1, p);
-    out[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+             "-u OMPI_COMM_WORLD_SIZE -u PMI_RANK -u PMI_SIZE %s", vars);
+    return rl_test_run_ringlab(rl_test_build(), prefix, args, out, size);
 }
 
 static int count_of(const char *out, const char *s)

@@ -241,13 +241,7 @@ END_TEST
 /* Runs `ringlab ARGS`, returns the exit status and the output (stdout+stderr). */
 static int run_ringlab(const char *args, char *out, size_t size)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1", rl_test_build(), args);
-    FILE *p = popen(cmd, "r");
-    size_t k = fread(out, 1, size - 1, p);
-    out[k] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rl_test_run_ringlab(rl_test_build(), "", args, out, size);
 }
 
 START_TEST(test_bench_cli)

@@ -1,7 +1,9 @@
 /* testutil.h — helpers shared by the test suites. */
 #ifndef RL_TESTUTIL_H
 #define RL_TESTUTIL_H
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include "ringlab.h"
 
 /* Options for a quiet sim run of n ranks (profile h100-nvlink unless hw is given). */
@@ -25,6 +27,21 @@ static inline const char *rl_test_build(void)
 {
     const char *b = getenv("RINGLAB_BUILD");
     return b ? b : "build";
+}
+
+/* Runs `PREFIX DIR/ringlab ARGS` through the shell (PREFIX: "" or e.g. "env RANK=1"), stderr
+ * with stdout; returns the exit status (-1 if it did not exit) and the output in out. */
+static inline int rl_test_run_ringlab(const char *dir, const char *prefix, const char *args, char *out, size_t size)
+{
+    char cmd[1536];
+    snprintf(cmd, sizeof cmd, "%s %s/ringlab %s 2>&1", prefix, dir, args);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t k = fread(out, 1, size - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif
