@@ -261,9 +261,10 @@ int rl_backend_world_init(rl_world *w, int ngpus)
     }
     if (!w->opts.quiet)
         fprintf(stderr,
-                "ringlab: --backend cuda: %d ranks on %d GPU%s (%s): ranks share GPUs, so collectives use the "
-                "device-memory transport; NCCL is not used for these ranks%s\n",
-                n, used, used > 1 ? "s" : "", name,
+                "ringlab: --backend cuda: %d rank%s on %d GPU%s (%s): %scollectives use the device-memory "
+                "transport; NCCL is not used for %s%s\n",
+                n, n > 1 ? "s" : "", used, used > 1 ? "s" : "", name, n > used ? "ranks share GPUs, so " : "",
+                n > 1 ? "these ranks" : "this rank",
                 !rl_nccl_built() ? " (this build has no NCCL)" : (getenv("RL_NO_NCCL") ? " (RL_NO_NCCL is set)" : ""));
     return 0;
 }

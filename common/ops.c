@@ -46,7 +46,24 @@ int ops_check(rl_ctx *ctx, const char *op, int n, const rl_tensor *const *ts, in
     return 0;
 }
 
-int ops_gpu(const rl_tensor *t) { return t && t->device == RL_CUDA; }
+int ops_gpu(const rl_tensor *t)
+{
+#ifdef RL_FAKE_CUDA /* the emulated GPU's memory is host memory: the CPU kernels run on it */
+    (void)t;
+    return 0;
+#else
+    return t && t->device == RL_CUDA;
+#endif
+}
+
+void *ops_host(const rl_tensor *t)
+{
+#ifdef RL_FAKE_CUDA
+    return rl_tensor_data(t);
+#else
+    return rl_tensor_host_data(t);
+#endif
+}
 
 void ops_gpu_begin(rl_ctx *ctx, const char *name) { rl_backend_op_begin(ctx, name); }
 
@@ -83,7 +100,7 @@ const float *ops_in(const rl_tensor *t, ops_buf *b)
     b->owned = 0;
     b->p = NULL;
     if (t->dtype == RL_F32)
-        return b->p = rl_tensor_host_data(t);
+        return b->p = ops_host(t);
     b->p = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof(float));
     if (!b->p)
         return NULL;
@@ -96,7 +113,7 @@ float *ops_out(const rl_tensor *t, ops_buf *b, int load)
 {
     b->owned = 0;
     if (t->dtype == RL_F32)
-        return b->p = rl_tensor_host_data(t);
+        return b->p = ops_host(t);
     b->p = load ? malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof(float))
                 : calloc((size_t)(t->numel > 0 ? t->numel : 1), sizeof(float));
     if (!b->p)
@@ -582,8 +599,8 @@ int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor 
     const float *G = ops_in(grad, &bg);
     if (!G)
         return ops_nomem(ctx, name);
-    float *W = master ? rl_tensor_host_data(master) : rl_tensor_host_data(param);
-    float *M = rl_tensor_host_data(m), *Vv = rl_tensor_host_data(v);
+    float *W = master ? ops_host(master) : ops_host(param);
+    float *M = ops_host(m), *Vv = ops_host(v);
     double bc1 = 1.0 - pow(cfg->beta1, (double)step), bc2 = 1.0 - pow(cfg->beta2, (double)step);
     for (int64_t i = 0; i < param->numel; i++) {
         float g = G[i];
@@ -620,7 +637,7 @@ int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, 
     const float *G = ops_in(grad, &bg);
     if (!G)
         return ops_nomem(ctx, name);
-    float *W = master ? rl_tensor_host_data(master) : rl_tensor_host_data(param);
+    float *W = master ? ops_host(master) : ops_host(param);
     for (int64_t i = 0; i < param->numel; i++)
         W[i] -= lr * G[i];
     ops_release(&bg);

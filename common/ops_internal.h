@@ -17,8 +17,12 @@ rl_ctx *ops_ctx(rl_ctx *ctx, const rl_tensor *t);
  * on one device, and that device tensors have a rank with a GPU; records a message naming
  * op and returns an error otherwise. */
 int ops_check(rl_ctx *ctx, const char *op, int n, const rl_tensor *const *ts, int allow_null);
-/* GPU backend (issue 6): 1 if t lives on the GPU (the op then runs its device branch). */
+/* GPU backend (issue 6): 1 if t lives on the GPU (the op then runs its device branch); 0 in
+ * the CUDA_FAKE test build, whose emulated device memory is host memory. */
 int ops_gpu(const rl_tensor *t);
+/* The elements the CPU kernels read and write: rl_tensor_host_data (in the CUDA_FAKE build,
+ * also an emulated device tensor's host memory). */
+void *ops_host(const rl_tensor *t);
 /* Opens a device op (NVTX range, start event on the compute stream); ops_record closes it. */
 void ops_gpu_begin(rl_ctx *ctx, const char *name);
 /* Wall time to pass to ops_record (0 without a ctx). */

@@ -216,7 +216,7 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
     const float *Gm = ops_stage_in(&st, gamma);
     const float *Bt = ops_stage_in(&st, beta);
     float *Y = ops_stage_out(&st, y, 0);
-    float *Mu = rl_tensor_host_data(mean), *Rs = rl_tensor_host_data(rstd);
+    float *Mu = ops_host(mean), *Rs = ops_host(rstd);
     if (st.failed)
         return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++) {
@@ -275,7 +275,7 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
     float *DX = ops_stage_out(&st, dx, 0);
     float *DG = ops_stage_out(&st, dgamma, 1);
     float *DB = ops_stage_out(&st, dbeta, 1);
-    const float *Mu = rl_tensor_host_data(mean), *Rs = rl_tensor_host_data(rstd);
+    const float *Mu = ops_host(mean), *Rs = ops_host(rstd);
     if (st.failed)
         return ops_stage_nomem(ctx, name, &st);
     for (int64_t r = 0; r < rows; r++) {
@@ -458,7 +458,7 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
     ops_stage st = { .n = 0 };
     const float *Q = ops_stage_in(&st, q), *K = ops_stage_in(&st, k), *V = ops_stage_in(&st, v);
     float *O = ops_stage_out(&st, out, 0);
-    float *P = rl_tensor_host_data(probs);
+    float *P = ops_host(probs);
     float *scores = malloc((size_t)(S > 0 ? S : 1) * sizeof(float));
     if (st.failed || !scores) {
         free(scores);
@@ -523,7 +523,7 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
     const float *Q = ops_stage_in(&st, q), *K = ops_stage_in(&st, k), *V = ops_stage_in(&st, v),
                 *DO = ops_stage_in(&st, dout);
     float *DQ = ops_stage_out(&st, dq, 0), *DK = ops_stage_out(&st, dk, 0), *DV = ops_stage_out(&st, dv, 0);
-    const float *P = rl_tensor_host_data(probs);
+    const float *P = ops_host(probs);
     float *dp = malloc((size_t)(S > 0 ? S : 1) * sizeof(float));
     if (st.failed || !dp) {
         free(dp);

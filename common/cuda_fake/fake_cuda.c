@@ -1,11 +1,12 @@
 /* fake_cuda.c — an emulation of cuda_backend.h on the host, for tests only (make CUDA_FAKE=1,
  * built by make test into build/fakegpu). It is not a GPU: it lets the GPU backend's host side
  * run where there is no GPU — device tensors, the device-memory transport of every collective,
- * --backend cuda's world set-up and messages — so that code which treats device memory as
- * host memory fails in CI, not on a GPU. "Device" memory is host memory here, but tensors on
- * it are RL_CUDA tensors: rl_tensor_host_data() returns NULL for them, as on a GPU. The op
- * kernels, NCCL and CUDA-event timing are not emulated: they fail with a message (ops) or
- * report that they are absent (NCCL; trace times then stay the modelled ones). */
+ * --backend cuda's world set-up and messages, the labs on device tensors — so that code which
+ * treats device memory as host memory fails in CI, not on a GPU. "Device" memory is host
+ * memory here, but tensors on it are RL_CUDA tensors: rl_tensor_host_data() returns NULL for
+ * them, as on a GPU. In this build the ops run their CPU kernels on that memory (ops_gpu() is
+ * 0), so the op entry points below are never called; NCCL and CUDA-event timing are absent
+ * (trace times stay the modelled ones). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,8 +115,8 @@ int rl_nccl_call(void *comm, void *stream, int kind, const void *send, void *rec
     return not_emulated(err, len, "NCCL");
 }
 
-/* ------------------------------------------------------------------ op kernels: not emulated
- * Each takes (..., char *err, int len) last; the rest of its arguments are not read. */
+/* ------------------------------------------------------------------ op kernels: not used
+ * (ops run their CPU kernels in this build). Each takes (..., char *err, int len) last. */
 #define NOT_EMULATED(fn, ...)                                                                                  \
     int fn(__VA_ARGS__, char *err, int len) { return not_emulated(err, len, #fn); }
 NOT_EMULATED(rl_cuda_matmul, rl_cuda_rank *r, const void *a, int a_dtype, int trans_a, const void *b, int b_dtype,

@@ -376,6 +376,64 @@ START_TEST(test_cuda_host_side_on_emulated_gpu)
 }
 END_TEST
 
+/* The lines of out that do not name the backend (the launcher's "ringlab:" lines, the
+ * charts' status line " N ranks . profile ..."), kept in place. */
+static void strip_backend_lines(char *out)
+{
+    char *w = out;
+    for (char *line = out; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+        int ranks;
+        char dot;
+        int drop = memmem(line, len, "ringlab:", 8) || sscanf(line, " %d ranks %c", &ranks, &dot) == 2;
+        if (!drop) {
+            memmove(w, line, len);
+            w += len;
+        }
+        line += len;
+    }
+    *w = 0;
+}
+
+/* The labs' reference solutions on the emulated GPU (device tensors, the device-memory
+ * transport, the ops' CPU kernels on "device" memory) print what they print on sim: the
+ * same losses, errors and figures, since the arithmetic and its order are the same. Lab 28
+ * labels its timing lines as measured there, so its loss lines are compared. */
+START_TEST(test_labs_on_emulated_gpu)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    if (!fake)
+        return; /* (only make test-unit builds it) */
+    static const struct {
+        const char *lab, *args;
+    } runs[] = {
+        { "28_ddp", "--ranks 4 --steps 3" }, { "29_zero_fsdp", "--ranks 4 --steps 2" },
+        { "30_tp_pp_sp_cp", "--ranks 4" },    { "31_3d_moe_debug", "--part 3d" },
+        { "31_3d_moe_debug", "--part moe" },  { "31_3d_moe_debug", "--part diagnose" },
+    };
+    static char sim[1 << 18], gpu[1 << 18];
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/solutions/%s/run %s --seed 1 2>&1", rl_test_build(), runs[i].lab, runs[i].args);
+        ck_assert_msg(rl_test_run_cmd(cmd, sim, sizeof sim) == 0, "%s\n%s", cmd, sim);
+        snprintf(cmd, sizeof cmd, "%s/solutions/%s/run %s --seed 1 --backend cuda 2>&1", fake, runs[i].lab,
+                 runs[i].args);
+        int st = rl_test_run_cmd(cmd, gpu, sizeof gpu);
+        ck_assert_msg(st == 0 && strstr(gpu, "emulated GPU"), "%s: exit %d\n%s", cmd, st, gpu);
+        if (strcmp(runs[i].lab, "28_ddp") == 0) {
+            const char *a = strstr(sim, "\nLoss "), *b = strstr(gpu, "\nLoss ");
+            ck_assert_msg(a && b && strncmp(a, b, (size_t)(strchr(a + 1, '\n') - a)) == 0, "%s\n%s\n-- sim:\n%s",
+                          cmd, gpu, sim);
+            continue;
+        }
+        strip_backend_lines(sim);
+        strip_backend_lines(gpu);
+        ck_assert_msg(strcmp(sim, gpu) == 0, "%s differs from the sim run:\n%s\n-- sim:\n%s", cmd, gpu, sim);
+    }
+}
+END_TEST
+
 Suite *backend_suite(void)
 {
     Suite *s = suite_create("backend");
@@ -392,6 +450,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_mpi_path);
     tcase_add_test(tc, test_mpi_bcast_under_mpirun);
     tcase_add_test(tc, test_cuda_host_side_on_emulated_gpu);
+    tcase_add_test(tc, test_labs_on_emulated_gpu);
     suite_add_tcase(s, tc);
     return s;
 }

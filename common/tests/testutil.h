@@ -29,12 +29,10 @@ static inline const char *rl_test_build(void)
     return b ? b : "build";
 }
 
-/* Runs `PREFIX DIR/ringlab ARGS` through the shell (PREFIX: "" or e.g. "env RANK=1"), stderr
- * with stdout; returns the exit status (-1 if it did not exit) and the output in out. */
-static inline int rl_test_run_ringlab(const char *dir, const char *prefix, const char *args, char *out, size_t size)
+/* Runs a shell command line (stderr with stdout); returns the exit status (-1 if it did not
+ * exit) and the output in out. */
+static inline int rl_test_run_cmd(const char *cmd, char *out, size_t size)
 {
-    char cmd[1536];
-    snprintf(cmd, sizeof cmd, "%s %s/ringlab %s 2>&1", prefix, dir, args);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -42,6 +40,14 @@ static inline int rl_test_run_ringlab(const char *dir, const char *prefix, const
     out[k] = 0;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `PREFIX DIR/ringlab ARGS` (PREFIX: "" or e.g. "env RANK=1"), as rl_test_run_cmd. */
+static inline int rl_test_run_ringlab(const char *dir, const char *prefix, const char *args, char *out, size_t size)
+{
+    char cmd[1536];
+    snprintf(cmd, sizeof cmd, "%s %s/ringlab %s 2>&1", prefix, dir, args);
+    return rl_test_run_cmd(cmd, out, size);
 }
 
 #endif
