@@ -396,7 +396,7 @@ static void strip_backend_lines(char *out)
     *w = 0;
 }
 
-/* The labs' reference solutions on the emulated GPU (device tensors, the device-memory
+/* The labs' reference solutions and ringlab train on the emulated GPU (device tensors, the device-memory
  * transport, the ops' CPU kernels on "device" memory) print what they print on sim: the
  * same losses, errors and figures, since the arithmetic and its order are the same. Lab 28
  * labels its timing lines as measured there, so its loss lines are compared. */
@@ -430,6 +430,17 @@ START_TEST(test_labs_on_emulated_gpu)
         strip_backend_lines(sim);
         strip_backend_lines(gpu);
         ck_assert_msg(strcmp(sim, gpu) == 0, "%s differs from the sim run:\n%s\n-- sim:\n%s", cmd, gpu, sim);
+    }
+    /* ringlab train: the three models (embedding, attention, cross-entropy, MoE routing) */
+    static const char *const models[] = { "mlp", "transformer", "moe" };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "train --model %s --steps 5", models[i]);
+        ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", cmd, sim, sizeof sim), 0);
+        snprintf(cmd, sizeof cmd, "train --model %s --steps 5 --backend cuda", models[i]);
+        int st = rl_test_run_ringlab(fake, "", cmd, gpu, sizeof gpu);
+        strip_backend_lines(sim);
+        strip_backend_lines(gpu);
+        ck_assert_msg(st == 0 && strcmp(sim, gpu) == 0, "ringlab %s: exit %d\n%s\n-- sim:\n%s", cmd, st, gpu, sim);
     }
 }
 END_TEST
