@@ -23,15 +23,6 @@ static int run_ringlab(const char *args, char *out, size_t size)
     return rl_test_run_ringlab(rl_test_build(), "", args, out, size);
 }
 
-/* Number of lines of out that contain s. */
-static int lines_with(const char *out, const char *s)
-{
-    int n = 0;
-    for (const char *p = out; (p = strstr(p, s)); p += strlen(s))
-        n++;
-    return n;
-}
-
 START_TEST(test_probe_says_why)
 {
     char why[320] = "";
@@ -57,7 +48,7 @@ START_TEST(test_backend_cuda_without_gpu)
         return;
     }
     ck_assert_msg(st != 0, "--backend cuda without a GPU must fail: %s", out);
-    ck_assert_int_eq(lines_with(out, "ringlab:"), 1); /* one line, nothing else from the launcher */
+    ck_assert_int_eq(rl_test_count(out, "ringlab:"), 1); /* one line, nothing else from the launcher */
     ck_assert_msg(strstr(out, "use --backend sim"), "%s", out);
     if (rl_backend_built_cuda())
         ck_assert_msg(strstr(out, "ringlab: no CUDA driver/GPU found; use --backend sim"), "%s", out);
@@ -160,20 +151,6 @@ START_TEST(test_dist_env_read)
 }
 END_TEST
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-    return ntohs(a.sin_port);
-}
 
 static void make_id(unsigned char *id, int n, int seed)
 {
@@ -229,7 +206,7 @@ static int wait_child(pid_t pid, double limit)
 START_TEST(test_tcp_id_exchange)
 {
     enum { N = 5 };
-    int port = free_port();
+    int port = rl_test_free_port();
     pid_t pids[N];
     /* start the others first: they retry until rank 0 listens */
     for (int r = N - 1; r >= 0; r--) {
@@ -258,7 +235,7 @@ START_TEST(test_tcp_nobody_listening)
     rl_dist_env e;
     char err[512], ps[16];
     unsigned char id[128];
-    snprintf(ps, sizeof ps, "%d", free_port());
+    snprintf(ps, sizeof ps, "%d", rl_test_free_port());
     ck_assert_int_eq(rl_dist_env_parse(&e, "1", "2", NULL, "127.0.0.1", ps, err, sizeof err), 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -279,7 +256,7 @@ END_TEST
 
 START_TEST(test_tcp_refuses_wrong_world_size)
 {
-    int port = free_port();
+    int port = rl_test_free_port();
     pid_t server = fork();
     ck_assert_int_ge(server, 0);
     if (server == 0)

@@ -39,14 +39,6 @@ static int run_ringlab_env(const char *vars, const char *args, char *out, size_t
     return rl_test_run_ringlab(rl_test_build(), prefix, args, out, size);
 }
 
-static int count_of(const char *out, const char *s)
-{
-    int n = 0;
-    for (const char *p = out; (p = strstr(p, s)); p += strlen(s))
-        n++;
-    return n;
-}
-
 /* ------------------------------------------------------------------ the decision */
 
 START_TEST(test_decide_table)
@@ -174,7 +166,7 @@ START_TEST(test_sim_refuses_world_of_processes)
     ck_assert_msg(strstr(out, "ringlab: RANK/WORLD_SIZE say this is process 1 of 2, but --backend sim runs every "
                               "rank as a thread of one process: start one process with --ranks 2, or use --backend "
                               "cuda on GPUs"), "%s", out);
-    ck_assert_int_eq(count_of(out, "ringlab:"), 1);
+    ck_assert_int_eq(rl_test_count(out, "ringlab:"), 1);
     ck_assert_ptr_null(strstr(out, "out-of-place")); /* nothing ran */
     /* Open MPI's variables say the same */
     st = run_ringlab_env("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=3", bench, out, sizeof out);
@@ -197,7 +189,7 @@ START_TEST(test_cuda_under_launcher)
         int st = run_ringlab_env("RANK=0 WORLD_SIZE=2", "bench all_reduce --backend cuda -b 8 -e 8 -n 1 -w 0", out,
                                  sizeof out);
         ck_assert_msg(st != 0, "%s", out);
-        ck_assert_int_eq(count_of(out, "ringlab:"), 1);
+        ck_assert_int_eq(rl_test_count(out, "ringlab:"), 1);
         ck_assert_msg(strstr(out, "use --backend sim"), "%s", out);
         if (rl_backend_built_cuda())
             ck_assert_msg(strstr(out, "ringlab: no CUDA driver/GPU found; use --backend sim"), "%s", out);
@@ -297,19 +289,6 @@ END_TEST
 
 /* ------------------------------------------------------------------ a GPU machine: a world of one process */
 
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-    return ntohs(a.sin_port);
-}
 
 /* barrier, all_reduce, comm_split (into one group and into none) and a collective on the split. */
 static int dist_one_fn(rl_ctx *ctx, void *arg)
@@ -342,7 +321,7 @@ START_TEST(test_dist_world_of_one_on_gpu)
     if (rl_backend_probe(why, sizeof why) < 1 || !rl_backend_built_nccl())
         return; /* needs a GPU (docs/launch.md says what ran where) */
     unset_launcher_vars();
-    snprintf(port, sizeof port, "%d", free_port());
+    snprintf(port, sizeof port, "%d", rl_test_free_port());
     setenv("RANK", "0", 1);
     setenv("WORLD_SIZE", "1", 1);
     setenv("MASTER_PORT", port, 1);

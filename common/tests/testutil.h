@@ -1,9 +1,14 @@
 /* testutil.h — helpers shared by the test suites. */
 #ifndef RL_TESTUTIL_H
 #define RL_TESTUTIL_H
+#include <check.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "ringlab.h"
 
 /* Options for a quiet sim run of n ranks (profile h100-nvlink unless hw is given). */
@@ -27,6 +32,31 @@ static inline const char *rl_test_build(void)
 {
     const char *b = getenv("RINGLAB_BUILD");
     return b ? b : "build";
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (the test fails if there is none). */
+static inline int rl_test_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ck_assert_int_ge(s, 0);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* How many times s occurs in out. */
+static inline int rl_test_count(const char *out, const char *s)
+{
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, s)); p += strlen(s))
+        n++;
+    return n;
 }
 
 /* Runs a shell command line (stderr with stdout); returns the exit status (-1 if it did not
