@@ -130,14 +130,15 @@ $(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(
 ifeq ($(CUDA),0)
   HAVE_NVCC :=
 endif
-# CUDA_FAKE=1 (tests only): cuda_backend.h emulated on the host by common/cuda_fake/fake_cuda.c,
-# no nvcc, no NCCL: --backend cuda runs device tensors and the device-memory transport on the
-# CPU, so code that reads device memory through host pointers fails in CI (make test).
+# CUDA_FAKE=1 (tests only): cuda_backend.h emulated on the host by common/cuda_fake/ (fake_cuda.c,
+# and NCCL in one process by fake_nccl.c), no nvcc: --backend cuda runs device tensors, the
+# device-memory transport and (RL_FAKE_GPUS=N, one rank per "GPU") the NCCL path on the CPU, so
+# code that reads device memory through host pointers fails in CI (make test).
 ifeq ($(CUDA_FAKE),1)
   HAVE_NVCC :=
   NCCL      := 0
   CFLAGS    += -DRL_HAVE_CUDA -DRL_FAKE_CUDA
-  $(LIB): $(BUILD)/obj/common/cuda_fake/fake_cuda.o
+  $(LIB): $(BUILD)/obj/common/cuda_fake/fake_cuda.o $(BUILD)/obj/common/cuda_fake/fake_nccl.o
 endif
 ifeq ($(MPI),0)
   HAVE_MPI :=

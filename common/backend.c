@@ -139,6 +139,28 @@ int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int le
 
 /* ------------------------------------------------------------------ world and ranks */
 
+/* Whether the NCCL path checks that every rank calls the same collective: for --fault
+ * mismatch (whose wrong count only a check can see) or with RL_CHECK_COLLECTIVES=1. */
+static int checks_calls(const rl_world *w)
+{
+    const char *env = getenv("RL_CHECK_COLLECTIVES");
+    if (env && strcmp(env, "0") != 0)
+        return 1;
+    for (int i = 0; i < w->opts.nfaults; i++)
+        if (w->opts.faults[i].kind == RL_FAULT_MISMATCH)
+            return 1;
+    return 0;
+}
+
+/* Says once, at start-up, that the NCCL path checks the ranks' calls (when it does). */
+static void say_checks_calls(const rl_world *w)
+{
+    if (checks_calls(w) && !w->opts.quiet)
+        fprintf(stderr, "ringlab: --backend cuda: NCCL does not check that ranks call the same collective, so each "
+                "collective is checked first: an all-gather of its kind, count, dtype, op and root (as "
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL does; for --fault mismatch or RL_CHECK_COLLECTIVES=1)\n");
+}
+
 int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
 {
     char err[600], name[160], how[320];
@@ -189,6 +211,7 @@ int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
     if (!w->opts.quiet)
         fprintf(stderr, "ringlab: --backend cuda: process for rank %d of %d on GPU %d (%s), unique id %s, "
                 "collectives through NCCL\n", e->rank, e->world_size, e->local_rank, name, how);
+    say_checks_calls(w);
     return 0;
 }
 
@@ -253,6 +276,7 @@ int rl_backend_world_init(rl_world *w, int ngpus)
         if (!w->opts.quiet)
             fprintf(stderr, "ringlab: --backend cuda: %d rank%s, one GPU each (%s%s), collectives through NCCL\n", n,
                     n > 1 ? "s" : "", name, ngpus > 1 ? ", ..." : "");
+        say_checks_calls(w);
         return 0;
     }
     if (used > 1 && rl_cuda_enable_peers(used, err, sizeof err)) {
@@ -391,7 +415,8 @@ static int comm_stream_wait(rl_ctx *ctx, char *err, int len)
     }
 }
 
-/* Dist mode: the rank's small device buffer of at least bytes (grown on demand), or NULL. */
+/* The rank's small device buffer of at least bytes (grown on demand), or NULL: dist mode's
+ * barrier and split, and the check of the ranks' calls. */
 static void *dist_buffer(rl_ctx *ctx, int64_t bytes, char *err, int len)
 {
     if (ctx->dist_buf_bytes >= bytes)
@@ -466,6 +491,34 @@ static int dist_split(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int l
     return rc;
 }
 
+/* The cross-rank check of collective d (RL_FINGERPRINT_LEN int64s per rank, all-gathered as
+ * f32 elements, which NCCL copies bit for bit): 0, RL_ERR_MISMATCH with the message in err,
+ * RL_ERR_ABORTED, or -1 with a CUDA/NCCL error. */
+static int check_fingerprint(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int len)
+{
+    int n = d->comm->g->n;
+    int64_t bytes = RL_FINGERPRINT_LEN * (int64_t)sizeof(int64_t), mine[RL_FINGERPRINT_LEN];
+    char *dev = dist_buffer(ctx, (1 + n) * bytes, err, len);
+    rl_comm_fingerprint(d, mine);
+    if (!dev || rl_cuda_memcpy(ctx->gpu, 1, dev, mine, bytes, err, len) ||
+        rl_nccl_call(d->comm->nccl, stream, RL_COLL_ALL_GATHER, dev, dev + bytes, bytes / 4, n * bytes / 4, 0, 0, -1,
+                     NULL, n, d->comm->rank, err, len))
+        return -1;
+    int st = comm_stream_wait(ctx, err, len);
+    if (st)
+        return st;
+    int64_t *all = malloc((size_t)(n * bytes));
+    if (!all || rl_cuda_memcpy(ctx->gpu, 1, all, dev + bytes, n * bytes, err, len)) {
+        if (!all)
+            snprintf(err, (size_t)len, "out of host memory");
+        free(all);
+        return -1;
+    }
+    st = rl_comm_check_fingerprints(d, all, err, (size_t)len) ? RL_ERR_MISMATCH : 0;
+    free(all);
+    return st;
+}
+
 /* Fails a work item: every flight record FAILED, the world aborted with the message. */
 static int nccl_fail(rl_ctx *ctx, rl_work *w, const char *what, const char *err)
 {
@@ -489,6 +542,23 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     for (int i = 0; i < w->nops; i++)
         rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
     rl_cuda_rank_device(g);
+    for (int i = 0; i < w->nops && checks_calls(ctx->world); i++) {
+        rl_op_desc *d = &w->ops[i];
+        if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV || d->kind == RL_COLL_SPLIT ||
+            d->kind == RL_COLL_BARRIER || !d->comm->nccl)
+            continue;
+        int st = check_fingerprint(ctx, d, stream, err, sizeof err);
+        if (st == RL_ERR_ABORTED)
+            return RL_ERR_ABORTED;
+        if (st == RL_ERR_MISMATCH) {
+            for (int k = 0; k < w->nops; k++)
+                rl_flight_set(ctx, w->ops[k].flight, RL_FR_FAILED);
+            rl_world_abort(ctx->world, RL_ERR_MISMATCH, err);
+            return RL_ERR_MISMATCH;
+        }
+        if (st)
+            return nccl_fail(ctx, w, "the check of the ranks' calls", err);
+    }
     int timer = rl_cuda_timer_start(g, 1); /* the measured span of the work item (trace times) */
     int grouped = w->nops > 1;
     if (grouped && rl_nccl_group_start(err, sizeof err))

@@ -1367,6 +1367,45 @@ void *rl_comm_worker(void *arg)
 
 /* ------------------------------------------------------------------ GPU backend hooks (issue 6) */
 
+void rl_comm_fingerprint(const rl_op_desc *d, int64_t fp[RL_FINGERPRINT_LEN])
+{
+    fp[0] = d->kind;
+    fp[1] = sig_count(d) + d->sig_delta;
+    fp[2] = d->dtype;
+    fp[3] = has_redop(d->kind) ? d->op : 0;
+    fp[4] = has_root(d->kind) ? d->root : 0;
+}
+
+int rl_comm_check_fingerprints(const rl_op_desc *d, const int64_t *all, char *msg, size_t size)
+{
+    const rl_commgroup *g = d->comm->g;
+    int n = g->n, ref = 0, best = 0;
+    size_t fpb = RL_FINGERPRINT_LEN * sizeof *all;
+    for (int r = 0; r < n; r++) { /* the fingerprint most ranks share is the reference */
+        int agree = 0;
+        for (int q = 0; q < n; q++)
+            agree += memcmp(all + r * RL_FINGERPRINT_LEN, all + q * RL_FINGERPRINT_LEN, fpb) == 0;
+        if (agree > best) {
+            best = agree;
+            ref = r;
+        }
+    }
+    if (best == n)
+        return 0;
+    int odd = 0;
+    while (memcmp(all + odd * RL_FINGERPRINT_LEN, all + ref * RL_FINGERPRINT_LEN, fpb) == 0)
+        odd++;
+    char da[96], db[96];
+    const int64_t *fa = all + ref * RL_FINGERPRINT_LEN, *fb = all + odd * RL_FINGERPRINT_LEN;
+    rl_op_desc a = { .kind = (rl_coll_kind)fa[0], .dtype = (rl_dtype)fa[2], .op = (rl_redop)fa[3], .root = (int)fa[4] };
+    rl_op_desc b = { .kind = (rl_coll_kind)fb[0], .dtype = (rl_dtype)fb[2], .op = (rl_redop)fb[3], .root = (int)fb[4] };
+    describe(&a, fa[1], da, sizeof da);
+    describe(&b, fb[1], db, sizeof db);
+    snprintf(msg, size, "collective mismatch: rank %d called %s at seq %lld on %s but rank %d called %s",
+             g->granks[odd], db, (long long)d->seq, g->name, g->granks[ref], da);
+    return -1;
+}
+
 void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d)
 {
     int64_t bytes = (d->kind == RL_COLL_RECV ? d->recv_numel : d->send_numel) * (int64_t)rl_dtype_size(d->dtype);

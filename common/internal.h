@@ -232,6 +232,14 @@ void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char ph
 void rl_works_free_all(rl_ctx *ctx);
 /* Frees every tensor still alive on ctx. */
 void rl_tensors_free_all(rl_ctx *ctx);
+/* GPU backend (issue 6): NCCL does not compare the ranks' calls, so the NCCL path can check
+ * them itself (as TORCH_DISTRIBUTED_DEBUG=DETAIL does): a collective's fingerprint (kind,
+ * count as the mismatch check counts it, dtype, op, root) is all-gathered and compared. */
+#define RL_FINGERPRINT_LEN 5
+void rl_comm_fingerprint(const rl_op_desc *d, int64_t fp[RL_FINGERPRINT_LEN]);
+/* 0 if the n fingerprints of d's communicator (rank order) agree, else -1 and the mismatch
+ * message, worded as the sim transport's, naming the rank that differs from the others. */
+int rl_comm_check_fingerprints(const rl_op_desc *d, const int64_t *all, char *msg, size_t size);
 /* GPU backend (issue 6): counts / traces a call done outside the sim rendezvous (comm.c). */
 void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d);
 /* timer: a CUDA-event timer whose measured span replaces vs/ve (backend.h), or -1. */

@@ -1,7 +1,8 @@
 /* nccl_comm.cu — thin wrappers over NCCL for the runtime (one GPU per rank): unique ids,
  * communicator init (one process with a thread per GPU, or one process per rank), split,
  * groups, and one collective or send/recv on a stream. Without NCCL (RL_HAVE_NCCL unset)
- * every call says so. Has not run on a GPU yet: see docs/gpu-runs.md. */
+ * every call says so. Ran with one rank on an H200 (docs/gpu-runs.md); with two or more GPUs it
+ * has not run on GPUs yet. The CUDA_FAKE build emulates these calls (cuda_fake/fake_nccl.c). */
 #include <stdio.h>
 #include <string.h>
 #include "cuda_backend.h"

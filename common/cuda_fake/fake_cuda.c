@@ -5,30 +5,114 @@
  * treats device memory as host memory fails in CI, not on a GPU. "Device" memory is host
  * memory here, but tensors on it are RL_CUDA tensors: rl_tensor_host_data() returns NULL for
  * them, as on a GPU. In this build the ops run their CPU kernels on that memory (ops_gpu() is
- * 0), so the op entry points below are never called; NCCL and CUDA-event timing are absent
- * (trace times stay the modelled ones). */
+ * 0), so the op entry points below are never called; CUDA-event timing is absent (trace
+ * times stay the modelled ones). The comm stream runs its work on a thread of its own;
+ * fake_nccl.c emulates NCCL on it (RL_FAKE_GPUS=N emulates N GPUs, one rank each). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_backend.h"
 #include "internal.h"
+#include "fake_cuda.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter" /* most emulated calls ignore their arguments */
 
+/* ------------------------------------------------------------------ streams */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    fake_task *head, *tail;
+    int busy;    /* a task is running */
+    int started; /* the thread exists */
+    int stop;
+    char err[300]; /* the first failed task's message (a CUDA error stays on a stream too) */
+    pthread_t thread;
+} fake_stream;
+
 struct rl_cuda_rank {
     int dev;
+    fake_stream stream[2]; /* 0 compute (ops run on the calling thread: always idle), 1 comm */
 };
 
-static int not_emulated(char *err, int len, const char *what)
+static void *stream_main(void *arg)
 {
-    snprintf(err, (size_t)len, "%s is not emulated (a CUDA_FAKE build runs tensors and collectives only)", what);
-    return -1;
+    fake_stream *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->head)
+            break;
+        fake_task *t = s->head;
+        s->head = t->next;
+        if (!s->head)
+            s->tail = NULL;
+        s->busy = 1;
+        int failed = s->err[0] != 0; /* after an error the stream runs nothing more */
+        pthread_mutex_unlock(&s->mu);
+        char err[sizeof s->err] = "";
+        if (!failed && t->run(t, err, (int)sizeof err) && !err[0])
+            snprintf(err, sizeof err, "an emulated stream task failed");
+        t->free(t);
+        pthread_mutex_lock(&s->mu);
+        if (!failed && err[0])
+            snprintf(s->err, sizeof s->err, "%s", err);
+        s->busy = 0;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+void fake_stream_enqueue(void *handle, fake_task *t)
+{
+    fake_stream *s = handle;
+    t->next = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (!s->started && pthread_create(&s->thread, NULL, stream_main, s) == 0)
+        s->started = 1;
+    if (!s->started) { /* no thread: run it here, as a synchronous stream would */
+        pthread_mutex_unlock(&s->mu);
+        char err[sizeof s->err] = "";
+        if (t->run(t, err, (int)sizeof err))
+            snprintf(s->err, sizeof s->err, "%s", err[0] ? err : "an emulated stream task failed");
+        t->free(t);
+        return;
+    }
+    if (s->tail)
+        s->tail->next = t;
+    else
+        s->head = t;
+    s->tail = t;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* 1 if the stream is idle, 0 if it has work; -1 with its error. wait: block until idle. */
+static int stream_state(fake_stream *s, int wait, char *err, int len)
+{
+    pthread_mutex_lock(&s->mu);
+    while (wait && (s->head || s->busy))
+        pthread_cond_wait(&s->cv, &s->mu);
+    int st = s->err[0] ? -1 : !(s->head || s->busy);
+    if (st < 0)
+        snprintf(err, (size_t)len, "%s", s->err);
+    pthread_mutex_unlock(&s->mu);
+    return st;
 }
 
 /* ------------------------------------------------------------------ devices and ranks */
 
-int rl_cuda_device_count(char *why, int len) { return 1; }
+/* RL_FAKE_GPUS=N emulates N GPUs (default 1), so one rank per GPU takes the NCCL path. */
+int rl_cuda_device_count(char *why, int len)
+{
+    const char *v = getenv("RL_FAKE_GPUS");
+    int n = v ? atoi(v) : 1;
+    return n >= 1 && n <= 64 ? n : 1;
+}
 
 char *rl_cuda_device_name(int dev, char *buf, int len)
 {
@@ -41,22 +125,52 @@ int rl_cuda_enable_peers(int n, char *err, int len) { return 0; }
 rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len)
 {
     rl_cuda_rank *r = calloc(1, sizeof *r);
-    if (!r)
+    if (!r) {
         snprintf(err, (size_t)len, "out of host memory");
-    else
-        r->dev = dev;
+        return NULL;
+    }
+    r->dev = dev;
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_init(&r->stream[i].mu, NULL);
+        pthread_cond_init(&r->stream[i].cv, NULL);
+    }
     return r;
 }
 
-void rl_cuda_rank_free(rl_cuda_rank *r) { free(r); }
-int rl_cuda_rank_device(rl_cuda_rank *r) { return r->dev; }
-void *rl_cuda_rank_stream(rl_cuda_rank *r, int which) { return (char *)r + (which ? 1 : 0); }
+/* Frees r after its streams have run what they hold (an aborted NCCL call ends at once). */
+void rl_cuda_rank_free(rl_cuda_rank *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < 2; i++) {
+        fake_stream *s = &r->stream[i];
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        if (s->started)
+            pthread_join(s->thread, NULL);
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+    }
+    free(r);
+}
 
-/* Streams: every emulated operation completes before it returns. */
+int rl_cuda_rank_device(rl_cuda_rank *r) { return r->dev; }
+void *rl_cuda_rank_stream(rl_cuda_rank *r, int which) { return &r->stream[which ? 1 : 0]; }
+
+/* The compute stream is always idle (ops run on the calling thread), so there is nothing to wait for. */
 int rl_cuda_comm_after_compute(rl_cuda_rank *r, char *err, int len) { return 0; }
 
-int rl_cuda_stream_sync(rl_cuda_rank *r, int which, char *err, int len) { return 0; }
-int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int len) { return 1; }
+int rl_cuda_stream_sync(rl_cuda_rank *r, int which, char *err, int len)
+{
+    return stream_state(&r->stream[which ? 1 : 0], 1, err, len) < 0 ? -1 : 0;
+}
+
+int rl_cuda_stream_query(rl_cuda_rank *r, int which, char *err, int len)
+{
+    return stream_state(&r->stream[which ? 1 : 0], 0, err, len);
+}
 
 /* ------------------------------------------------------------------ memory and the transport */
 
@@ -72,6 +186,8 @@ void rl_cuda_free(void *p) { free(p); }
 
 int rl_cuda_memcpy(rl_cuda_rank *r, int which, void *dst, const void *src, int64_t bytes, char *err, int len)
 {
+    if (r && rl_cuda_stream_sync(r, which, err, len)) /* a copy on a stream runs after what it holds */
+        return -1;
     if (bytes > 0 && dst != src)
         memmove(dst, src, (size_t)bytes);
     return 0;
@@ -88,31 +204,10 @@ int rl_cuda_reduce(rl_cuda_rank *r, int which, int dtype, int op, int n, const v
     return 0;
 }
 
-/* ------------------------------------------------------------------ NCCL: absent */
-
-int rl_nccl_built(void) { return 0; }
-int rl_nccl_id_bytes(void) { return 128; }
-int rl_nccl_get_unique_id(void *id, char *err, int len) { return not_emulated(err, len, "NCCL"); }
-int rl_nccl_init_local(int n, const int *devs, const void *id, void **comms, char *err, int len)
+static int not_emulated(char *err, int len, const char *what)
 {
-    return not_emulated(err, len, "NCCL");
-}
-int rl_nccl_init_rank(int nranks, int rank, int dev, const void *id, void **comm, char *err, int len)
-{
-    return not_emulated(err, len, "NCCL");
-}
-int rl_nccl_split(void *parent, int color, int key, void **out, char *err, int len)
-{
-    return not_emulated(err, len, "NCCL");
-}
-void rl_nccl_free(void *comm, int abort) {}
-int rl_nccl_group_start(char *err, int len) { return not_emulated(err, len, "NCCL"); }
-int rl_nccl_group_end(char *err, int len) { return not_emulated(err, len, "NCCL"); }
-int rl_nccl_call(void *comm, void *stream, int kind, const void *send, void *recv, int64_t send_numel,
-                 int64_t recv_numel, int dtype, int op, int peer, const int64_t *counts, int n, int me, char *err,
-                 int len)
-{
-    return not_emulated(err, len, "NCCL");
+    snprintf(err, (size_t)len, "%s is not emulated (a CUDA_FAKE build runs tensors and collectives only)", what);
+    return -1;
 }
 
 /* ------------------------------------------------------------------ op kernels: not used

@@ -422,6 +422,75 @@ START_TEST(test_labs_on_emulated_gpu)
 }
 END_TEST
 
+/* The NCCL path of --backend cuda (one GPU per rank in one process: communicators, groups,
+ * ncclCommSplit, calls queued on the comm stream, the watchdog's abort) on the emulated GPUs
+ * of the CUDA_FAKE build, whose NCCL (fake_nccl.c) computes every collective as the sim
+ * backend does: bench checks every collective's result; the labs train to the sim's losses;
+ * a hang is caught by the watchdog and the run ends, a wrong count by the check of the
+ * ranks' calls. (Labs 30 and 31's timelines differ from
+ * sim: without CUDA events the NCCL path's times are each rank's own modelled ones.) */
+START_TEST(test_nccl_path_on_emulated_gpus)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    if (!fake)
+        return; /* (only make test-unit builds it) */
+    static char out[1 << 17], sim[1 << 18];
+    static const char *const colls[] = { "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
+                                         "all_to_all", "all_to_allv", "sendrecv" };
+    char cmd[1024];
+    for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+        for (int bf16 = 0; bf16 <= 1; bf16++) {
+            snprintf(cmd, sizeof cmd, "bench %s --backend cuda --ranks 4 -b 1K -e 256K -f 16 -n 1 -w 1%s", colls[c],
+                     bf16 ? " -d bfloat16" : "");
+            int st = rl_test_run_ringlab(fake, "RL_FAKE_GPUS=4", cmd, out, sizeof out);
+            ck_assert_msg(st == 0 && strstr(out, "collectives through NCCL") &&
+                              strstr(out, "# Out of bounds values : 0 OK") && !strstr(out, "FAIL"),
+                          "ringlab %s on 4 emulated GPUs: exit %d\n%s", cmd, st, out);
+        }
+    static const struct {
+        const char *lab, *args;
+        int same; /* 1: the whole output equals sim's; 0: the Loss line (lab 28) or the exit status */
+    } runs[] = {
+        { "28_ddp", "--ranks 4 --steps 3", 0 },     { "29_zero_fsdp", "--ranks 4 --steps 2", 1 },
+        { "30_tp_pp_sp_cp", "--ranks 4", 0 },        { "31_3d_moe_debug", "--part 3d", 0 },
+        { "31_3d_moe_debug", "--part moe", 1 },      { "31_3d_moe_debug", "--part diagnose", 1 },
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/solutions/%s/run %s --seed 1 2>&1", rl_test_build(), runs[i].lab, runs[i].args);
+        ck_assert_msg(rl_test_run_cmd(cmd, sim, sizeof sim) == 0, "%s\n%s", cmd, sim);
+        snprintf(cmd, sizeof cmd, "RL_FAKE_GPUS=8 %s/solutions/%s/run %s --seed 1 --backend cuda 2>&1", fake,
+                 runs[i].lab, runs[i].args);
+        int st = rl_test_run_cmd(cmd, out, sizeof out);
+        ck_assert_msg(st == 0 && strstr(out, "collectives through NCCL"), "%s: exit %d\n%s", cmd, st, out);
+        const char *a = strstr(sim, "\nLoss "), *b = strstr(out, "\nLoss ");
+        if (a)
+            ck_assert_msg(b && strncmp(a, b, (size_t)(strchr(a + 1, '\n') - a)) == 0, "%s\n%s\n-- sim:\n%s", cmd,
+                          out, sim);
+        if (runs[i].same) {
+            strip_backend_lines(sim);
+            strip_backend_lines(out);
+            ck_assert_msg(strcmp(sim, out) == 0, "%s differs from the sim run:\n%s\n-- sim:\n%s", cmd, out, sim);
+        }
+    }
+    /* a rank that never enters a collective: NCCL waits forever; the watchdog reports and aborts */
+    snprintf(cmd, sizeof cmd, "RL_FAKE_GPUS=4 timeout 60 %s/solutions/28_ddp/run --ranks 4 --steps 2 --backend cuda "
+             "--fault hang:rank=1:seq=3 --timeout 2 2>&1", fake);
+    int st = rl_test_run_cmd(cmd, out, sizeof out);
+    ck_assert_msg(st == 3 && strstr(out, "collectives through NCCL") &&
+                      strstr(out, "rank 1 (last completed seq 2) never called it; ranks 0, 2, 3 are waiting in it"),
+                  "%s: exit %d\n%s", cmd, st, out);
+    /* a wrong count: NCCL does not notice, so the NCCL path checks the ranks' calls (an
+     * all-gather of fingerprints) and stops as sim does, naming the rank that differs */
+    snprintf(cmd, sizeof cmd, "RL_FAKE_GPUS=4 timeout 60 %s/solutions/28_ddp/run --ranks 4 --steps 2 --backend cuda "
+             "--fault mismatch:rank=2:seq=3 --timeout 5 2>&1", fake);
+    st = rl_test_run_cmd(cmd, out, sizeof out);
+    ck_assert_msg(st == 4 && strstr(out, "each collective is checked first") &&
+                      strstr(out, "verdict: collective mismatch: rank 2 called all_reduce(count=1052161, f32, sum) at "
+                                  "seq 3 on world but rank 0 called all_reduce(count=1052160, f32, sum)"),
+                  "%s: exit %d\n%s", cmd, st, out);
+}
+END_TEST
+
 Suite *backend_suite(void)
 {
     Suite *s = suite_create("backend");
@@ -439,6 +508,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_mpi_bcast_under_mpirun);
     tcase_add_test(tc, test_cuda_host_side_on_emulated_gpu);
     tcase_add_test(tc, test_labs_on_emulated_gpu);
+    tcase_add_test(tc, test_nccl_path_on_emulated_gpus);
     suite_add_tcase(s, tc);
     return s;
 }
