@@ -6,7 +6,8 @@
 #   2. GEMM TFLOP/s (bf16, f32; random inputs) against the profile's datasheet peak and the best
 #      rate measured here;
 #   3. `ringlab bench` (nccl-tests format; every #wrong must be 0): every collective on the
-#      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank; one process per
+#      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank (also with the check
+#      of the ranks' calls, RL_CHECK_COLLECTIVES=1); one process per
 #      rank by RANK/WORLD_SIZE and by mpirun (a world of one process, or one per GPU with >= 2);
 #   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
 #      the same seed: final loss within a relative tolerance, and the measured overlap
@@ -149,6 +150,7 @@ say "bench: NCCL, one rank per GPU"
 for coll in all_reduce reduce_scatter all_gather broadcast all_to_all sendrecv; do
   bench "$coll, NCCL, 1 rank" 1 -- $coll -b 1K -e 64M -f 64 -n 5 -w 2
 done
+bench "all_reduce, NCCL, 1 rank, calls checked" 1 RL_CHECK_COLLECTIVES=1 -- all_reduce -b 1K -e 1M -f 32 -n 5 -w 2
 if [ "$ngpus" -ge 2 ]; then
   bench "all_reduce, NCCL, $ngpus ranks" "$ngpus" -- all_reduce -b 8 -e 256M -f 4 -n 10 -w 3
 else
