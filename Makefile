@@ -184,6 +184,31 @@ ifeq ($(HAVE_MPI),1)
   $(BUILD)/obj/common/bootstrap_mpi.o: CC := mpicc
 endif
 
+# NVTX (v3, header-only, in the toolkit): $(BUILD)/nvtx_probe.so, an NVTX injection that counts
+# the ranges a run opens and closes (NVTX_INJECTION64_PATH=...; make test on the emulated GPU,
+# make gpu-check on a GPU). In the CUDA_FAKE build the NVTX calls are then real NVTX calls.
+# NVTX=0 leaves both out.
+NVTX_INC  := $(firstword $(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h /usr/local/cuda/include/nvtx3/nvToolsExt.h \
+               /usr/include/nvtx3/nvToolsExt.h))
+NVTX_DIR  := $(patsubst %/nvtx3/,%,$(dir $(NVTX_INC)))
+HAVE_NVTX := $(if $(NVTX_INC),1,)
+ifeq ($(NVTX),0)
+  HAVE_NVTX :=
+endif
+ifeq ($(HAVE_NVTX),1)
+  all: $(BUILD)/nvtx_probe.so
+  test-unit: $(BUILD)/nvtx_probe.so
+  ifeq ($(CUDA_FAKE),1)
+    CFLAGS += -DRL_HAVE_NVTX
+    LDLIBS += -ldl
+    $(BUILD)/obj/common/cuda_fake/fake_cuda.o: CFLAGS += -I$(NVTX_DIR)
+  endif
+$(BUILD)/nvtx_probe.so: common/cuda_check/nvtx_probe.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE -g -O2 -Wall -Wextra -Werror -pthread -fPIC -shared -I$(NVTX_DIR) $< -o $@
+endif
+
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	@echo "  NVCC  $<"

@@ -12,8 +12,11 @@
 #   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
 #      the same seed: final loss within a relative tolerance, and the measured overlap
 #      (CUDA-event timeline); labs 29-31 on cuda as informational rows;
-#   5. the unit suites that behave differently with a GPU (backend, gpu_ops, dist; needs Check);
-#   6. compute-sanitizer memcheck on lab 28 (4 ranks): no memory errors.
+#   5. NVTX ranges of lab 28 on cuda (4 ranks, 2 steps) seen through NVTX's injection interface
+#      (build/nvtx_probe.so): ranges per name for key ops and all_reduce against the trace,
+#      pushes and pops balanced, nothing open at exit;
+#   6. the unit suites that behave differently with a GPU (backend, gpu_ops, dist; needs Check);
+#   7. compute-sanitizer memcheck on lab 28 (4 ranks): no memory errors.
 # Every step has a time limit (STEP_LIMIT, default 240 s; the first run on one H200 took 52 s,
 # build included) and a failed step prints a line and the check
 # goes on. With $OUT set, the summary table goes to $OUT/gpu-check.txt and the full output to
@@ -202,6 +205,41 @@ else
       "$([ "${rc_cuda:-1}" -eq 0 ] && [ "${rc_sim:-1}" -eq 0 ] && echo "${verdict%% *}" || echo FAIL)"
     result "lab 28, $ranks rank(s): comm hidden" "measured ${ovl_cuda:-none} (CUDA events); modelled ${ovl_sim:-none} (sim)" "-"
   done
+fi
+
+say "NVTX ranges: lab 28, 4 ranks, 2 steps, --backend cuda, through NVTX's injection interface (build/nvtx_probe.so)"
+nvtx_h=$(ls "$(dirname "$(dirname "$(command -v nvcc)")")/include/nvtx3/nvToolsExt.h" \
+  /usr/local/cuda/include/nvtx3/nvToolsExt.h /usr/include/nvtx3/nvToolsExt.h 2>/dev/null | head -1)
+nvtx_rep=/tmp/ringlab-nvtx-report.txt nvtx_trace=/tmp/ringlab-nvtx-trace.json
+if [ -z "$lab" ]; then
+  result "NVTX ranges, lab 28" "skipped: lab 28 not in this tree" "-"
+elif [ -z "$nvtx_h" ]; then
+  result "NVTX ranges, lab 28" "skipped: no nvtx3 header" "-"
+elif ! make build/nvtx_probe.so >>/tmp/ringlab-gpu-build.log 2>&1; then
+  result "NVTX ranges, lab 28" "build/nvtx_probe.so did not build (see build.log)" FAIL
+else
+  rm -f "$nvtx_rep" "$nvtx_trace"
+  run "$STEP_LIMIT" env NVTX_INJECTION64_PATH="$PWD/build/nvtx_probe.so" RINGLAB_NVTX_REPORT="$nvtx_rep" \
+    build/solutions/$lab/run --ranks 4 --steps 2 --backend cuda --seed 1 --trace "$nvtx_trace" \
+    >/tmp/ringlab-lab28-nvtx.log 2>&1; rc=$?
+  cat "$nvtx_rep" 2>/dev/null || { tail -5 /tmp/ringlab-lab28-nvtx.log; echo "(no NVTX report: the probe was not loaded)"; }
+  [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$nvtx_rep" "$OUT/nvtx-report.txt" 2>/dev/null
+  # nv KEY: the number on the report's "KEY N" line (KEY "pushes:" or a range name), or -1
+  nv() { [ -f "$nvtx_rep" ] || { echo -1; return; }
+    awk -v k="$1" '$1 == k && NF == 2 && $2 ~ /^[0-9]+$/ { print $2; f = 1; exit } END { if (!f) print -1 }' "$nvtx_rep"; }
+  # Each op and collective of the traced 4-rank run has one range, and lab 28's untraced 1-rank
+  # scaling run after it (2 steps, same per-rank work) a quarter as many: ranges = trace x 5/4.
+  nvtx_row="ranges/trace events:" nvtx_ok=1
+  for name in matmul adamw all_reduce; do
+    t=$(grep -o "\"name\":\"$name\"" "$nvtx_trace" 2>/dev/null | wc -l); n=$(nv "$name")
+    nvtx_row+=" $name $n/$t"
+    [ "$t" -gt 0 ] && [ $((t % 4)) -eq 0 ] && [ "$n" -eq $((t + t / 4)) ] || nvtx_ok=0
+  done
+  p=$(nv pushes:) q=$(nv pops:) u=$(nv pops_without_push:) o=$(nv open_at_exit:)
+  nvtx_row+="; push $p pop $q, $u unmatched, $o open"
+  [ "$p" -gt 0 ] && [ "$p" -eq "$q" ] && [ "$u" -eq 0 ] && [ "$o" -eq 0 ] || nvtx_ok=0
+  result "NVTX ranges, lab 28 (4 ranks + 1-rank run)" "$nvtx_row" \
+    "$([ "$rc" -eq 0 ] && [ "$nvtx_ok" -eq 1 ] && echo PASS || echo FAIL)"
 fi
 
 say "labs 29-31 (reference solutions) on --backend cuda, 4 ranks (informational: beyond lab 28)"

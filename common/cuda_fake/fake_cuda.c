@@ -279,7 +279,39 @@ int rl_cuda_timeline_resolve(rl_cuda_rank *r, void (*fn)(void *arg, int64_t inde
 }
 int rl_cuda_timeline_pending(rl_cuda_rank *r) { return 0; }
 double rl_cuda_stream_now(rl_cuda_rank *r, int which) { return -1; }
+
+/* ------------------------------------------------------------------ NVTX
+ * Built with the NVTX header (RL_HAVE_NVTX), the ranges are real NVTX calls, as in
+ * cuda_backend.cu, so that an NVTX injection (build/nvtx_probe.so) sees the ranges a GPU run
+ * opens and closes; without it they are no-ops. */
+#ifdef RL_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+
+/* Whether the calling rank thread has an op's range open (ops begin and end on their rank's
+ * thread; cuda_backend.cu keeps this in the rank as its open timer). */
+static _Thread_local int op_open;
+
+void rl_cuda_op_begin(rl_cuda_rank *r, const char *name)
+{
+    if (op_open) /* the previous op failed after its begin: close it */
+        nvtxRangePop();
+    nvtxRangePushA(name ? name : "op");
+    op_open = 1;
+}
+
+int rl_cuda_op_end(rl_cuda_rank *r)
+{
+    if (op_open)
+        nvtxRangePop();
+    op_open = 0;
+    return -1; /* no timer */
+}
+
+void rl_cuda_nvtx_push(const char *name) { nvtxRangePushA(name ? name : "?"); }
+void rl_cuda_nvtx_pop(void) { nvtxRangePop(); }
+#else
 void rl_cuda_op_begin(rl_cuda_rank *r, const char *name) {}
 int rl_cuda_op_end(rl_cuda_rank *r) { return -1; }
 void rl_cuda_nvtx_push(const char *name) {}
 void rl_cuda_nvtx_pop(void) {}
+#endif

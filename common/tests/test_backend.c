@@ -491,6 +491,93 @@ START_TEST(test_nccl_path_on_emulated_gpus)
 }
 END_TEST
 
+/* The NVTX ranges of --backend cuda, seen through NVTX's injection interface: lab 28's reference
+ * solution on the emulated GPU (whose NVTX calls are real when the build found the NVTX header)
+ * with build/nvtx_probe.so loaded by NVTX_INJECTION64_PATH. Every collective runs inside a
+ * range named after it on its rank's comm worker, every wait for one inside a "wait" range on
+ * the rank thread; pushes and pops balance on each thread. */
+START_TEST(test_nvtx_ranges_on_emulated_gpu)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    char lab[512], probe[4096], path[512], report_path[128], trace_path[128], cmd[6144];
+    snprintf(lab, sizeof lab, "%s/solutions/28_ddp/run", fake ? fake : "");
+    snprintf(path, sizeof path, "%s/nvtx_probe.so", rl_test_build());
+    if (!fake || access(lab, X_OK) || !realpath(path, probe))
+        return; /* (only make test-unit builds the emulated GPU; the probe needs the NVTX header) */
+    snprintf(report_path, sizeof report_path, "/tmp/rl_nvtx_report_%d.txt", (int)getpid());
+    snprintf(trace_path, sizeof trace_path, "/tmp/rl_nvtx_trace_%d.json", (int)getpid());
+    static char out[1 << 17], report[1 << 14], trace[1 << 21];
+
+    /* without the injection NVTX stays a no-op: no report */
+    unlink(report_path);
+    snprintf(cmd, sizeof cmd,
+             "env -u NVTX_INJECTION64_PATH RINGLAB_NVTX_REPORT=%s %s --ranks 4 --steps 2 --backend cuda 2>&1",
+             report_path, lab);
+    ck_assert_msg(rl_test_run_cmd(cmd, out, sizeof out) == 0, "%s\n%s", cmd, out);
+    ck_assert_msg(access(report_path, F_OK) != 0, "%s wrote an NVTX report without NVTX_INJECTION64_PATH", cmd);
+
+    snprintf(cmd, sizeof cmd,
+             "NVTX_INJECTION64_PATH=%s RINGLAB_NVTX_REPORT=%s %s --ranks 4 --steps 2 --backend cuda --trace %s 2>&1",
+             probe, report_path, lab, trace_path);
+    ck_assert_msg(rl_test_run_cmd(cmd, out, sizeof out) == 0, "%s\n%s", cmd, out);
+    FILE *f = fopen(report_path, "r");
+    ck_assert_msg(f, "%s: no NVTX report in %s (was the emulated GPU built with the NVTX header?)\n%s", cmd,
+                  report_path, out);
+    report[fread(report, 1, sizeof report - 1, f)] = 0;
+    fclose(f);
+    f = fopen(trace_path, "r");
+    ck_assert_msg(f, "%s: no trace\n%s", cmd, out);
+    size_t tn = fread(trace, 1, sizeof trace - 1, f);
+    trace[tn] = 0;
+    fclose(f);
+    ck_assert_msg(tn < sizeof trace - 1, "%s is larger than the test's buffer", trace_path);
+    unlink(report_path);
+    unlink(trace_path);
+
+    /* the report's "key: N" and "name N" lines */
+    enum { PUSHES, POPS, POPS_WITHOUT_PUSH, OPEN_AT_EXIT, ENDS_WITHOUT_START, THREADS, MAX_DEPTH, ALL_REDUCE, WAIT,
+           NKEYS };
+    static const char *const keys[NKEYS] = { "pushes:", "pops:", "pops_without_push:", "open_at_exit:",
+                                             "ends_without_start:", "threads:", "max_depth:", "all_reduce", "wait" };
+    long long v[NKEYS];
+    for (int k = 0; k < NKEYS; k++)
+        v[k] = -1;
+    for (const char *line = report; *line;) {
+        char key[128];
+        long long n;
+        if (sscanf(line, "%127s %lld", key, &n) == 2)
+            for (int k = 0; k < NKEYS; k++)
+                if (strcmp(key, keys[k]) == 0)
+                    v[k] = n;
+        const char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : line + strlen(line);
+    }
+    for (int k = 0; k < NKEYS; k++)
+        ck_assert_msg(v[k] >= 0, "no '%s' line in the NVTX report:\n%s", keys[k], report);
+
+    ck_assert_msg(v[PUSHES] > 0 && v[PUSHES] == v[POPS], "pushes and pops differ:\n%s", report);
+    ck_assert_msg(v[POPS_WITHOUT_PUSH] == 0 && v[OPEN_AT_EXIT] == 0 && v[ENDS_WITHOUT_START] == 0,
+                  "unbalanced NVTX ranges:\n%s", report);
+    ck_assert_msg(v[MAX_DEPTH] >= 1, "%s", report);
+    /* 4 rank threads (wait) and their 4 comm workers (collectives), and the 1-rank scaling run's */
+    ck_assert_msg(v[THREADS] >= 8, "ranges on %lld threads; expected the 4 ranks' and their comm workers':\n%s",
+                  v[THREADS], report);
+    /* one all_reduce range per all_reduce event of the 4 ranks in the trace, plus those of the
+     * untraced 1-rank scaling run lab 28 makes after it (same buckets, 2 steps: a quarter as many) */
+    int traced = rl_test_count(trace, "\"name\":\"all_reduce\"");
+    ck_assert_msg(traced > 0 && traced % 4 == 0, "%d all_reduce events in the trace", traced);
+    ck_assert_msg(v[ALL_REDUCE] == traced + traced / 4,
+                  "%lld all_reduce NVTX ranges; the trace has %d all_reduce events (4 ranks), so %d expected "
+                  "with the 1-rank run's:\n%s",
+                  v[ALL_REDUCE], traced, traced + traced / 4, report);
+    /* every bucket's all-reduce is waited for once (rl_wait: a "wait" range on the rank thread),
+     * and every exposed wait is a "wait all_reduce" event in the trace */
+    ck_assert_msg(v[WAIT] == v[ALL_REDUCE], "%lld wait ranges for %lld all_reduce ranges:\n%s", v[WAIT],
+                  v[ALL_REDUCE], report);
+    ck_assert_msg(v[WAIT] >= rl_test_count(trace, "\"name\":\"wait all_reduce\""), "%s", report);
+}
+END_TEST
+
 Suite *backend_suite(void)
 {
     Suite *s = suite_create("backend");
@@ -509,6 +596,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_cuda_host_side_on_emulated_gpu);
     tcase_add_test(tc, test_labs_on_emulated_gpu);
     tcase_add_test(tc, test_nccl_path_on_emulated_gpus);
+    tcase_add_test(tc, test_nvtx_ranges_on_emulated_gpu);
     suite_add_tcase(s, tc);
     return s;
 }
