@@ -35,6 +35,7 @@ typedef struct {
 struct rl_cuda_rank {
     int dev;
     fake_stream stream[2]; /* 0 compute (ops run on the calling thread: always idle), 1 comm */
+    int op_open;           /* an op's NVTX range is open (cuda_backend.cu: its open timer) */
 };
 
 static void *stream_main(void *arg)
@@ -287,23 +288,19 @@ double rl_cuda_stream_now(rl_cuda_rank *r, int which) { return -1; }
 #ifdef RL_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 
-/* Whether the calling rank thread has an op's range open (ops begin and end on their rank's
- * thread; cuda_backend.cu keeps this in the rank as its open timer). */
-static _Thread_local int op_open;
-
 void rl_cuda_op_begin(rl_cuda_rank *r, const char *name)
 {
-    if (op_open) /* the previous op failed after its begin: close it */
+    if (r->op_open) /* the previous op failed after its begin: close it */
         nvtxRangePop();
     nvtxRangePushA(name ? name : "op");
-    op_open = 1;
+    r->op_open = 1;
 }
 
 int rl_cuda_op_end(rl_cuda_rank *r)
 {
-    if (op_open)
+    if (r->op_open)
         nvtxRangePop();
-    op_open = 0;
+    r->op_open = 0;
     return -1; /* no timer */
 }
 
