@@ -131,13 +131,14 @@ ifeq ($(CUDA),0)
   HAVE_NVCC :=
 endif
 # CUDA_FAKE=1 (tests only): cuda_backend.h emulated on the host by common/cuda_fake/ (fake_cuda.c,
-# and NCCL in one process by fake_nccl.c), no nvcc: --backend cuda runs device tensors, the
-# device-memory transport and (RL_FAKE_GPUS=N, one rank per "GPU") the NCCL path on the CPU, so
-# code that reads device memory through host pointers fails in CI (make test).
+# and NCCL by fake_nccl.c), no nvcc: --backend cuda runs device tensors, the device-memory
+# transport and the NCCL paths (RL_FAKE_GPUS=N: one rank per "GPU" in one process; one process
+# per rank under a launcher) on the CPU, so code that reads device memory through host
+# pointers fails in CI (make test).
 ifeq ($(CUDA_FAKE),1)
   HAVE_NVCC :=
   NCCL      := 0
-  CFLAGS    += -DRL_HAVE_CUDA -DRL_FAKE_CUDA
+  CFLAGS    += -DRL_HAVE_CUDA -DRL_FAKE_CUDA -DRL_HAVE_NCCL
   $(LIB): $(BUILD)/obj/common/cuda_fake/fake_cuda.o $(BUILD)/obj/common/cuda_fake/fake_nccl.o
 endif
 ifeq ($(MPI),0)

@@ -286,17 +286,35 @@ double rl_work_end_time(const rl_work *w)
     return v;
 }
 
-/* The hang fault: this rank never enters the collective; it waits for the watchdog. */
-static void hang_forever(rl_ctx *ctx)
+/* The hang fault: this rank never enters collective seq; it waits for the watchdog. */
+static void hang_forever(rl_ctx *ctx, int64_t seq)
 {
-    pthread_mutex_lock(&ctx->world->mu);
-    while (!ctx->world->aborted) {
+    rl_world *w = ctx->world;
+    /* one process per rank: no other rank can stop this process, so, like a stuck process
+     * that a launcher kills, it ends itself after the watchdog's limit */
+    double limit = w->dist ? w->opts.timeout_s : -1, start = rl_mono_now();
+    pthread_mutex_lock(&w->mu);
+    while (!w->aborted) {
+        if (limit > 0 && rl_mono_now() - start >= limit) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "rank %d: --fault hang: this rank never entered collective seq %lld on world; "
+                     "its process ends after --timeout %g s (the other ranks' watchdogs report the hang)",
+                     ctx->rank, (long long)seq, limit);
+            pthread_mutex_unlock(&w->mu);
+            rl_world_abort(w, RL_ERR_HANG, msg);
+            pthread_mutex_lock(&w->mu);
+            break;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&ctx->world->cv, &ctx->world->mu, &ts);
+        ts.tv_nsec += 200000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
-    pthread_mutex_unlock(&ctx->world->mu);
+    pthread_mutex_unlock(&w->mu);
     rl_rank_exit_aborted(ctx);
 }
 
@@ -320,7 +338,7 @@ static rl_work *issue(rl_comm *comm, rl_op_desc *d, int flags)
             const rl_fault *f = &o->faults[i];
             if (comm == ctx->world_comm && f->rank == ctx->rank && f->seq == d->seq) {
                 if (f->kind == RL_FAULT_HANG)
-                    hang_forever(ctx);
+                    hang_forever(ctx, d->seq);
                 if (f->kind == RL_FAULT_MISMATCH)
                     d->sig_delta = 1;
             }
