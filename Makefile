@@ -237,7 +237,7 @@ endif
 
 test-unit: $(RINGLAB) $(TESTBIN)
 	$(MAKE) --no-print-directory BUILD=build/fakegpu CUDA_FAKE=1 MPI=0 build/fakegpu/ringlab \
-	  $(foreach l,$(LAB_NAMES),build/fakegpu/solutions/$(l)/run)
+	  build/fakegpu/tests/run_tests $(foreach l,$(LAB_NAMES),build/fakegpu/solutions/$(l)/run)
 	@echo "== tests ($(BUILD)) =="
 	RINGLAB_BUILD=$(BUILD) RINGLAB_FAKEGPU_BUILD=build/fakegpu $(TESTBIN)
 

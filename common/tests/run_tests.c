@@ -11,12 +11,15 @@
 
 /* A test may start this binary as a child program (under mpirun, say), named by RL_TEST_CHILD. */
 int rl_test_child_bootstrap_mpi(void);
+int rl_test_child_dist_world(void);
 
 int main(void)
 {
     const char *child = getenv("RL_TEST_CHILD");
     if (child)
-        return strcmp(child, "bootstrap_mpi") == 0 ? rl_test_child_bootstrap_mpi() : 2;
+        return strcmp(child, "bootstrap_mpi") == 0 ? rl_test_child_bootstrap_mpi()
+               : strcmp(child, "dist_world") == 0  ? rl_test_child_dist_world()
+                                                   : 2;
     SRunner *sr = NULL;
 #define RL_SUITE(name) \
     do { if (!sr) sr = srunner_create(name()); else srunner_add_suite(sr, name()); } while (0);

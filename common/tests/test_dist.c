@@ -1,8 +1,10 @@
 /* test_dist.c — one process per rank (docs/launch.md): the decision between threads and
  * processes (rl_dist_decide), the launcher variables of Open MPI / MPICH, the refusals seen
- * from the command line, per-rank trace names, the comm_split member rule, and on a GPU
- * machine a world of one process (RANK=0 WORLD_SIZE=1) through NCCL. */
+ * from the command line, per-rank trace names, the comm_split member rule, a world of three
+ * processes on the emulated GPUs of the CUDA_FAKE build, and on a GPU machine a world of one
+ * process (RANK=0 WORLD_SIZE=1) through NCCL. */
 #include <check.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,33 +289,167 @@ START_TEST(test_split_in_process_same_rule)
 }
 END_TEST
 
-/* ------------------------------------------------------------------ a GPU machine: a world of one process */
+/* ------------------------------------------------------------------ worlds of processes */
 
-
-/* barrier, all_reduce, comm_split (into one group and into none) and a collective on the split. */
-static int dist_one_fn(rl_ctx *ctx, void *arg)
+/* For a world of one process per rank (any size): barrier, all_reduce, comm_split (by parity
+ * with the keys reversed, and without rank 0) and all_reduce on the new communicators; *ok
+ * when every size, rank, name, value and counter is as predicted. */
+static int dist_world_fn(rl_ctx *ctx, void *arg)
 {
-    int *ok = arg;
+    int *ok = arg, n = rl_world_size(ctx), me = rl_rank(ctx), par = me % 2;
     rl_comm *world = rl_comm_world(ctx);
-    if (rl_world_size(ctx) != 1 || rl_rank(ctx) != 0 || !ctx->world->dist || !ctx->gpu)
+    if (!ctx->world->dist || !ctx->gpu)
         return 1;
     rl_barrier(world, 0);
     rl_tensor *t = rl_tensor_new_1d(ctx, "t", RL_F32, RL_MEM_COMM, 4);
     for (int i = 0; i < 4; i++)
-        rl_tensor_set(t, i, (float)(i + 1));
+        rl_tensor_set(t, i, (float)((i + 1) * (me + 1)));
     rl_all_reduce(world, t, t, RL_SUM, 0);
-    rl_comm *sub = rl_comm_split(world, 7, 0);
-    rl_comm *none = rl_comm_split(world, RL_COLOR_NONE, 0);
-    if (!sub || none || rl_comm_size(sub) != 1 || rl_comm_rank(sub) != 0 || strcmp(rl_comm_name(sub), "world/2.7"))
-        return 2;
-    rl_barrier(sub, 0);
-    rl_all_reduce(sub, t, t, RL_SUM, 0);
+    rl_comm *half = rl_comm_split(world, par, -me);                          /* seq 2 */
+    rl_comm *rest = rl_comm_split(world, me == 0 ? RL_COLOR_NONE : 3, me); /* seq 3 */
+    int size = 0, rank = 0;
+    float sum = 0;
+    for (int q = par; q < n; q += 2) {
+        size++;
+        rank += q > me; /* keys -q: the highest rank comes first */
+        sum += (float)(q + 1);
+    }
+    char name[32];
+    snprintf(name, sizeof name, "world/2.%d", par);
+    int good = half && rl_comm_size(half) == size && rl_comm_rank(half) == rank && !strcmp(rl_comm_name(half), name) &&
+               (me == 0 ? !rest : rest && rl_comm_size(rest) == n - 1 && rl_comm_rank(rest) == me - 1 &&
+                                      !strcmp(rl_comm_name(rest), "world/3.3"));
+    rl_tensor *u = rl_tensor_new_1d(ctx, "u", RL_F32, RL_MEM_COMM, 1), *v = rl_tensor_new_1d(ctx, "v", RL_F32, RL_MEM_COMM, 1);
+    rl_tensor_set(u, 0, (float)(me + 1));
+    rl_tensor_set(v, 0, 1.0f);
+    if (good) {
+        rl_barrier(half, 0);
+        rl_all_reduce(half, u, u, RL_SUM, 0);
+        if (rest)
+            rl_all_reduce(rest, v, v, RL_SUM, 0);
+    }
     rl_barrier(world, 0);
-    *ok = rl_tensor_get(t, 3) == 4.0f && rl_comm_get_counters(world)->calls[RL_COLL_BARRIER] == 2 &&
-          rl_comm_get_counters(sub)->calls[RL_COLL_ALL_REDUCE] == 1;
+    for (int i = 0; i < 4; i++)
+        good = good && rl_tensor_get(t, i) == (float)((i + 1) * n * (n + 1) / 2);
+    *ok = good && rl_tensor_get(u, 0) == sum && rl_tensor_get(v, 0) == (float)(rest ? n - 1 : 1) &&
+          rl_comm_get_counters(world)->calls[RL_COLL_BARRIER] == 2 &&
+          rl_comm_get_counters(half)->calls[RL_COLL_ALL_REDUCE] == 1;
     rl_tensor_free(t);
+    rl_tensor_free(u);
+    rl_tensor_free(v);
     return 0;
 }
+
+/* RL_TEST_CHILD=dist_world: this process is one rank of dist_world_fn's world (launcher
+ * variables set by the parent); exit status 0 when every check held. */
+int rl_test_child_dist_world(void)
+{
+    int ok = 0;
+    rl_opts o = rl_test_opts(1, NULL);
+    o.backend = RL_BACKEND_CUDA;
+    int st = rl_launch(&o, dist_world_fn, &ok, NULL);
+    if (st || !ok)
+        fprintf(stderr, "rank %s: rl_launch %d, checks %s\n", getenv("RANK"), st, ok ? "held" : "failed");
+    return st || !ok;
+}
+
+/* Three processes, one rank each, on the emulated GPUs and NCCL of the CUDA_FAKE build (its
+ * test binary as the child): the TCP unique-id exchange, NCCL across processes, barrier and
+ * comm_split across processes (dist mode's all-gather of colors and keys). */
+START_TEST(test_dist_processes_on_emulated_gpus)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    char bin[512], cmd[2048], out[4096];
+    snprintf(bin, sizeof bin, "%s/tests/run_tests", fake ? fake : "");
+    if (!fake || access(bin, X_OK))
+        return; /* (only make test-unit builds it) */
+    int n = 3, port = rl_test_free_port(), pid = (int)getpid();
+    snprintf(cmd, sizeof cmd,
+             "for r in 0 1 2; do (env -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RL_TEST_CHILD=dist_world RL_FAKE_GPUS=%d "
+             "RANK=$r WORLD_SIZE=%d LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d timeout 60 %s "
+             ">/tmp/rl_distw_%d_$r.log 2>&1; echo $? >/tmp/rl_distw_%d_$r.rc) & done; wait",
+             n, n, port, bin, pid, pid);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int r = 0; r < n; r++) {
+        char path[128];
+        snprintf(path, sizeof path, "/tmp/rl_distw_%d_%d.rc", pid, r);
+        FILE *f = fopen(path, "r");
+        int rc = -1;
+        ck_assert_msg(f && fscanf(f, "%d", &rc) == 1, "no exit status for rank %d", r);
+        fclose(f);
+        unlink(path);
+        snprintf(path, sizeof path, "cat /tmp/rl_distw_%d_%d.log; rm -f /tmp/rl_distw_%d_%d.log", pid, r, pid, r);
+        rl_test_run_cmd(path, out, sizeof out);
+        ck_assert_msg(rc == 0, "rank %d of %d processes: exit %d\n%s", r, n, rc, out);
+    }
+}
+END_TEST
+
+/* Runs n processes of the CUDA_FAKE build's `solutions/28_ddp/run ARGS --backend cuda` (one
+ * rank each, on emulated GPUs); each one's exit status into rcs[] and the outputs of all,
+ * rank by rank, into out. */
+static void run_lab28_processes(const char *fake, int n, const char *args, int *rcs, char *out, size_t size)
+{
+    char cmd[2048];
+    int port = rl_test_free_port(), pid = (int)getpid();
+    snprintf(cmd, sizeof cmd,
+             "for r in $(seq 0 %d); do (env -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RL_FAKE_GPUS=%d RANK=$r "
+             "WORLD_SIZE=%d LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d timeout 60 %s/solutions/28_ddp/run "
+             "%s --backend cuda >/tmp/rl_dist28_%d_$r.log 2>&1; echo $? >/tmp/rl_dist28_%d_$r.rc) & done; wait",
+             n - 1, n, n, port, fake, args, pid, pid);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "for r in $(seq 0 %d); do echo \"== rank $r: exit $(cat /tmp/rl_dist28_%d_$r.rc)\"; "
+             "cat /tmp/rl_dist28_%d_$r.log; rm -f /tmp/rl_dist28_%d_$r.*; done", n - 1, pid, pid, pid);
+    rl_test_run_cmd(cmd, out, size);
+    for (int r = 0; r < n; r++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "== rank %d: exit ", r);
+        const char *p = strstr(out, tag);
+        rcs[r] = p ? atoi(p + strlen(tag)) : -1;
+    }
+}
+
+/* Lab 28 (reference solution) as four processes on the emulated GPUs: every process trains
+ * its rank and the ranks' shard losses average to the one-process (sim) run's loss; with a
+ * hang injected, every process ends within the watchdog's limit with a report (the hung one
+ * says so), none is left hanging. */
+START_TEST(test_dist_lab28_on_emulated_gpus)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    char lab[512];
+    snprintf(lab, sizeof lab, "%s/solutions/28_ddp/run", fake ? fake : "");
+    if (!fake || access(lab, X_OK))
+        return; /* (only make test-unit builds it) */
+    static char out[1 << 17], sim[1 << 17];
+    int rcs[4];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/solutions/28_ddp/run --ranks 4 --steps 3 --seed 1 2>&1", rl_test_build());
+    ck_assert_int_eq(rl_test_run_cmd(cmd, sim, sizeof sim), 0);
+    double want = 0, sum = 0, loss;
+    const char *p = strstr(sim, "\nLoss ");
+    ck_assert_msg(p && sscanf(p, "\nLoss %lf", &want) == 1, "%s", sim);
+    run_lab28_processes(fake, 4, "--steps 3 --seed 1", rcs, out, sizeof out);
+    for (int r = 0; r < 4; r++) {
+        ck_assert_msg(rcs[r] == 0, "rank %d: exit %d\n%s", r, rcs[r], out);
+        char tag[32];
+        snprintf(tag, sizeof tag, "== rank %d: exit", r);
+        const char *q = strstr(out, tag);
+        const char *l = r == 0 ? strstr(q, "\nLoss ") : strstr(q, "loss of this rank's shard ");
+        ck_assert_msg(l && sscanf(l, r == 0 ? "\nLoss %lf" : "loss of this rank's shard %lf", &loss) == 1,
+                      "rank %d printed no loss:\n%s", r, out);
+        sum += loss;
+    }
+    ck_assert_msg(fabs(sum / 4 - want) < 2e-5, "mean of the shard losses %.5f, one-process run %.5f\n%s", sum / 4, want,
+                  out);
+    ck_assert_msg(strstr(out, "process for rank 3 of 4") && strstr(out, "collectives through NCCL"), "%s", out);
+    run_lab28_processes(fake, 4, "--steps 2 --fault hang:rank=1:seq=3 --timeout 3", rcs, out, sizeof out);
+    for (int r = 0; r < 4; r++)
+        ck_assert_msg(rcs[r] == 3, "rank %d: exit %d (3: the watchdog)\n%s", r, rcs[r], out);
+    ck_assert_msg(strstr(out, "rank 1: --fault hang: this rank never entered collective seq 3 on world") &&
+                      strstr(out, "verdict: rank 2: all_reduce seq 3 on world started"),
+                  "%s", out);
+}
+END_TEST
 
 START_TEST(test_dist_world_of_one_on_gpu)
 {
@@ -330,7 +466,7 @@ START_TEST(test_dist_world_of_one_on_gpu)
     rl_opts o = rl_test_opts(1, NULL);
     o.backend = RL_BACKEND_CUDA;
     o.trace_path = path;
-    ck_assert_int_eq(rl_launch(&o, dist_one_fn, &ok, NULL), 0);
+    ck_assert_int_eq(rl_launch(&o, dist_world_fn, &ok, NULL), 0);
     ck_assert_msg(ok, "collectives of the world of one process");
     ck_assert_int_eq(access(path, R_OK), 0); /* rank 0 writes the path itself */
     unlink(path);
@@ -352,6 +488,8 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_split_members);
     tcase_add_test(tc, test_split_in_process_same_rule);
     tcase_add_test(tc, test_dist_world_of_one_on_gpu);
+    tcase_add_test(tc, test_dist_processes_on_emulated_gpus);
+    tcase_add_test(tc, test_dist_lab28_on_emulated_gpus);
     suite_add_tcase(s, tc);
     return s;
 }
