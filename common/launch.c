@@ -92,6 +92,7 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
                 return -1;
             }
             o->ranks = (int)n;
+            o->ranks_given = 1;
         } else if (is_opt(a, "--backend")) {
             if (!(v = opt_value(*argc, argv, &i, "--backend", err, errlen)))
                 return -1;
@@ -513,7 +514,7 @@ static int check_launch(const rl_opts *o, int *use_cuda, int *ngpus, rl_dist_pla
     if (rc)
         return rc;
     int ranks = plan->dist ? plan->env.world_size : o->ranks;
-    if (plan->dist && o->ranks != ranks && !o->quiet)
+    if (plan->dist && o->ranks_given && o->ranks != ranks && !o->quiet)
         fprintf(stderr, "ringlab: note: --ranks %d is replaced by WORLD_SIZE=%d (one process per rank)\n", o->ranks,
                 ranks);
     int max = hw->gpus_per_node * hw->nodes;

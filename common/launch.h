@@ -17,6 +17,7 @@ typedef enum { RL_BACKEND_SIM = 0, RL_BACKEND_CUDA, RL_BACKEND_AUTO } rl_backend
 /* Options every lab binary and tool accepts. */
 typedef struct rl_opts {
     int ranks;               /* --ranks N (default 4) */
+    int ranks_given;         /* 1 when --ranks was given (one process per rank then says it is replaced) */
     rl_backend backend;      /* --backend sim|cuda|auto (default sim) */
     const rl_hw *hw;         /* --hw PROFILE (default h100-nvlink) */
     const char *trace_path;  /* --trace FILE (NULL: no trace file) */
