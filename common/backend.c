@@ -139,8 +139,9 @@ int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int le
 
 /* ------------------------------------------------------------------ world and ranks */
 
-/* Whether the NCCL path checks that every rank calls the same collective: for --fault
- * mismatch (whose wrong count only a check can see) or with RL_CHECK_COLLECTIVES=1. */
+/* Whether one process per rank checks that every rank calls the same collective (NCCL does
+ * not): for --fault mismatch (whose wrong count only a check can see) or with
+ * RL_CHECK_COLLECTIVES=1. (In one process the calls meet on the host: rl_comm_meet.) */
 static int checks_calls(const rl_world *w)
 {
     const char *env = getenv("RL_CHECK_COLLECTIVES");
@@ -152,10 +153,11 @@ static int checks_calls(const rl_world *w)
     return 0;
 }
 
-/* Says once, at start-up, that the NCCL path checks the ranks' calls (when it does). */
+/* Says once, at start-up, that the NCCL path checks the ranks' calls (when it does: one
+ * process per rank; in one process the ranks' calls meet on the host, as on sim). */
 static void say_checks_calls(const rl_world *w)
 {
-    if (checks_calls(w) && !w->opts.quiet)
+    if (w->dist && checks_calls(w) && !w->opts.quiet)
         fprintf(stderr, "ringlab: --backend cuda: NCCL does not check that ranks call the same collective, so each "
                 "collective is checked first: an all-gather of its kind, count, dtype, op and root (as "
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL does; for --fault mismatch or RL_CHECK_COLLECTIVES=1)\n");
@@ -276,7 +278,6 @@ int rl_backend_world_init(rl_world *w, int ngpus)
         if (!w->opts.quiet)
             fprintf(stderr, "ringlab: --backend cuda: %d rank%s, one GPU each (%s%s), collectives through NCCL\n", n,
                     n > 1 ? "s" : "", name, ngpus > 1 ? ", ..." : "");
-        say_checks_calls(w);
         return 0;
     }
     if (used > 1 && rl_cuda_enable_peers(used, err, sizeof err)) {
@@ -530,19 +531,13 @@ static int nccl_fail(rl_ctx *ctx, rl_work *w, const char *what, const char *err)
     return RL_ERR_UNSUPPORTED;
 }
 
-int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
+/* The NCCL calls of work item w on the rank's comm stream (after the check of the ranks'
+ * calls, when it is on), timed by *timer, and the wait for them: 0, RL_ERR_ABORTED, or the
+ * status of a failure already reported (nccl_fail, or a mismatch). */
+static int nccl_calls(rl_ctx *ctx, rl_work *w, void *stream, int *timer)
 {
     char err[512];
-    rl_cuda_rank *g = ctx->gpu;
-    void *stream = rl_cuda_rank_stream(g, 1);
-    pthread_mutex_lock(&ctx->qmu);
-    double ready = w->enq_v > ctx->clock[RL_STREAM_COMM] ? w->enq_v : ctx->clock[RL_STREAM_COMM];
-    pthread_mutex_unlock(&ctx->qmu);
-    double ws = rl_wall_now(ctx);
-    for (int i = 0; i < w->nops; i++)
-        rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
-    rl_cuda_rank_device(g);
-    for (int i = 0; i < w->nops && checks_calls(ctx->world); i++) {
+    for (int i = 0; i < w->nops && ctx->world->dist && checks_calls(ctx->world); i++) {
         rl_op_desc *d = &w->ops[i];
         if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV || d->kind == RL_COLL_SPLIT ||
             d->kind == RL_COLL_BARRIER || !d->comm->nccl)
@@ -559,13 +554,12 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
         if (st)
             return nccl_fail(ctx, w, "the check of the ranks' calls", err);
     }
-    int timer = rl_cuda_timer_start(g, 1); /* the measured span of the work item (trace times) */
+    *timer = rl_cuda_timer_start(ctx->gpu, 1); /* the measured span of the work item (trace times) */
     int grouped = w->nops > 1;
     if (grouped && rl_nccl_group_start(err, sizeof err))
         return nccl_fail(ctx, w, "ncclGroupStart", err);
     for (int i = 0; i < w->nops; i++) {
         rl_op_desc *d = &w->ops[i];
-        int n = d->comm->g->n;
         if (!d->comm->nccl) {
             if (grouped)
                 rl_nccl_group_end(err, sizeof err);
@@ -578,7 +572,8 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
             rc = dist_barrier(ctx, d, stream, err, sizeof err);
         else
             rc = rl_nccl_call(d->comm->nccl, stream, (int)d->kind, d->send, d->recv, d->send_numel, d->recv_numel,
-                              (int)d->dtype, (int)d->op, d->root, d->counts, n, d->comm->rank, err, sizeof err);
+                              (int)d->dtype, (int)d->op, d->root, d->counts, d->comm->g->n, d->comm->rank, err,
+                              sizeof err);
         if (rc == RL_ERR_ABORTED) {
             if (grouped)
                 rl_nccl_group_end(err, sizeof err);
@@ -592,31 +587,56 @@ int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
     }
     if (grouped && rl_nccl_group_end(err, sizeof err))
         return nccl_fail(ctx, w, "ncclGroupEnd", err);
-    rl_cuda_timer_stop(g, 1, timer);
+    rl_cuda_timer_stop(ctx->gpu, 1, *timer);
     /* wait for the comm stream, noticing an abort (the watchdog) instead of hanging */
     int waited = comm_stream_wait(ctx, err, sizeof err);
     if (waited == RL_ERR_ABORTED)
         return RL_ERR_ABORTED;
-    if (waited)
-        return nccl_fail(ctx, w, "NCCL", err);
+    return waited ? nccl_fail(ctx, w, "NCCL", err) : 0;
+}
+
+int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
+{
+    rl_cuda_rank *g = ctx->gpu;
+    pthread_mutex_lock(&ctx->qmu);
+    double ready = w->enq_v > ctx->clock[RL_STREAM_COMM] ? w->enq_v : ctx->clock[RL_STREAM_COMM];
+    pthread_mutex_unlock(&ctx->qmu);
+    double ws = rl_wall_now(ctx);
+    for (int i = 0; i < w->nops; i++)
+        rl_flight_set(ctx, w->ops[i].flight, RL_FR_STARTED);
+    rl_cuda_rank_device(g);
+    double *vs = calloc((size_t)(2 * w->nops), sizeof *vs), *ve = vs ? vs + w->nops : NULL;
+    if (!vs)
+        return nccl_fail(ctx, w, "NCCL", "out of host memory");
+    /* one process: the ranks meet on the host first (the check, the counters and sim's
+     * virtual spans); one process per rank: each rank's spans are its own, from the model */
+    int st = ctx->world->dist ? 0 : rl_comm_meet(ctx, w, ready, vs, ve), timer = -1;
+    if (st)
+        for (int k = 0; k < w->nops; k++)
+            rl_flight_set(ctx, w->ops[k].flight, RL_FR_FAILED);
+    else
+        st = nccl_calls(ctx, w, rl_cuda_rank_stream(g, 1), &timer);
     double end = ready;
-    for (int i = 0; i < w->nops; i++) {
+    for (int i = 0; i < w->nops && !st; i++) {
         rl_op_desc *d = &w->ops[i];
-        int n = d->comm->g->n;
-        double es = (double)rl_dtype_size(d->dtype);
-        double S = (double)(d->kind == RL_COLL_ALL_GATHER || d->kind == RL_COLL_BROADCAST || d->kind == RL_COLL_RECV
-                                ? d->recv_numel : d->send_numel) * es;
+        if (ctx->world->dist) {
+            double S = (double)(d->kind == RL_COLL_ALL_GATHER || d->kind == RL_COLL_BROADCAST ||
+                                        d->kind == RL_COLL_RECV ? d->recv_numel : d->send_numel) *
+                       (double)rl_dtype_size(d->dtype);
+            vs[i] = ready;
+            ve[i] = ready + rl_ab_time(d->kind, d->comm->g->algo, d->comm->g->n, S, d->comm->g->link);
+            rl_comm_count_op(d->comm, d);
+        }
         /* virtual time stays the cost model's (so traces compare with sim); wall time is real */
-        double ve = ready + rl_ab_time(d->kind, d->comm->g->algo, n, S, d->comm->g->link);
-        rl_comm_count_op(d->comm, d);
-        rl_comm_trace_op(ctx, w, d, ready, ve, ws, timer);
+        rl_comm_trace_op(ctx, w, d, vs[i], ve[i], ws, timer);
         rl_flight_set(ctx, d->flight, RL_FR_COMPLETED);
-        end = ve > end ? ve : end;
+        end = ve[i] > end ? ve[i] : end;
     }
+    free(vs);
     rl_cuda_timer_drop(g, timer); /* (only if nothing was attached) */
     w->vstart = ready;
     w->vend = end;
-    return 0;
+    return st;
 }
 
 /* ------------------------------------------------------------------ ops on device tensors */

@@ -977,7 +977,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         default: break;
         }
         /* the scratch buffer is kept between calls: fresh pages would cost a page fault each */
-        if (scratch * (int64_t)es > s->scratch_bytes) {
+        if (!d->meet_only && scratch * (int64_t)es > s->scratch_bytes) {
             int dev = ctx->world->gpu_mode != 0; /* GPU backend hook (issue 6): device scratch */
             dev ? rl_backend_scratch_free(ctx->world, s->scratch) : free(s->scratch);
             s->scratch_bytes = scratch * (int64_t)es;
@@ -996,7 +996,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         src[r] = s->posted[r]->send;
     char *scr = s->scratch;
     int64_t c = d->send_numel;
-    switch (d->kind) {
+    switch (d->meet_only ? RL_COLL_NKINDS : d->kind) { /* (meet_only: no data moves) */
     case RL_COLL_ALL_REDUCE:
     case RL_COLL_REDUCE:
         reduce_range(ctx, d->dtype, d->op, n, src, scr, chunk_lo(c, n, me), chunk_lo(c, n, me + 1));
@@ -1038,7 +1038,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     pthread_mutex_unlock(&g->mu);
 
     /* phase B: writes of this rank's recv buffer */
-    switch (d->kind) {
+    switch (d->meet_only && d->kind != RL_COLL_SPLIT ? RL_COLL_NKINDS : d->kind) {
     case RL_COLL_ALL_REDUCE:
         copy_bytes(ctx, d->recv, scr, c * (int64_t)es);
         break;
@@ -1113,7 +1113,7 @@ static int run_single(rl_ctx *ctx, rl_op_desc *d)
 {
     int64_t bytes = (d->kind == RL_COLL_ALL_GATHER ? d->send_numel : d->recv_numel) *
                     (int64_t)rl_dtype_size(d->dtype);
-    switch (d->kind) {
+    switch (d->meet_only && d->kind != RL_COLL_SPLIT ? RL_COLL_NKINDS : d->kind) {
     case RL_COLL_ALL_REDUCE:
     case RL_COLL_REDUCE_SCATTER:
     case RL_COLL_ALL_GATHER:
@@ -1197,7 +1197,8 @@ static int do_recv(rl_ctx *ctx, rl_op_desc *d, double ready, double *vstart, dou
         st = RL_ERR_MISMATCH;
     } else {
         int64_t bytes = m->count * (int64_t)rl_dtype_size(m->dtype);
-        copy_bytes(ctx, d->recv, m->data, bytes);
+        if (!d->meet_only)
+            copy_bytes(ctx, d->recv, m->data, bytes);
         int pair[2] = { g->granks[m->src], g->granks[m->dst] };
         const rl_link *link = rl_hw_group_link(ctx->world->hw, pair, 2);
         *vstart = m->ready_v > ready ? m->ready_v : ready;
@@ -1333,6 +1334,34 @@ static int execute_work(rl_ctx *ctx, rl_work *w)
     rl_backend_timer_drop(ctx, wt);                  /* (only if no event was attached) */
     w->vstart = ready;
     w->vend = end;
+    return st;
+}
+
+int rl_comm_meet(rl_ctx *ctx, rl_work *w, double ready, double *vs, double *ve)
+{
+    int st = 0;
+    double t = ready;
+    for (int i = 0; i < w->nops; i++) {
+        w->ops[i].meet_only = 1;
+        vs[i] = ve[i] = ready;
+    }
+    for (int i = 0; i < w->nops; i++) /* the order of execute_work */
+        if (w->ops[i].kind == RL_COLL_SEND)
+            post_send(&w->ops[i], ready);
+    for (int i = 0; i < w->nops && !st; i++) {
+        rl_op_desc *d = &w->ops[i];
+        if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV)
+            continue;
+        vs[i] = ve[i] = t;
+        st = d->comm->g->n == 1 ? run_single(ctx, d) : run_collective(ctx, d, t, &vs[i], &ve[i]);
+        t = ve[i];
+    }
+    for (int i = 0; i < w->nops && !st; i++)
+        if (w->ops[i].kind == RL_COLL_RECV)
+            st = do_recv(ctx, &w->ops[i], ready, &vs[i], &ve[i]);
+    for (int i = 0; i < w->nops && !st; i++)
+        if (w->ops[i].kind == RL_COLL_SEND)
+            st = wait_sent(&w->ops[i], ready, &vs[i], &ve[i]);
     return st;
 }
 

@@ -68,6 +68,7 @@ typedef struct rl_op_desc {
     int64_t *counts;        /* all_to_allv: 4 arrays of n (scounts, sdispls, rcounts, rdispls) */
     int color, key;         /* comm_split */
     int sig_delta;          /* mismatch fault: the count this rank claims is off by this */
+    int meet_only;          /* GPU backend: the host rendezvous moves no data (NCCL does) */
     rl_comm *split_out;     /* comm_split result on this rank */
     rl_msg msg;             /* send: the posted message */
     int64_t flight;         /* id of the rank's flight record */
@@ -232,6 +233,11 @@ void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char ph
 void rl_works_free_all(rl_ctx *ctx);
 /* Frees every tensor still alive on ctx. */
 void rl_tensors_free_all(rl_ctx *ctx);
+/* GPU backend (issue 6), one process with NCCL: before the NCCL calls of work item w the
+ * ranks meet on the host as the sim transport's calls do, moving no data: the calls are
+ * matched and checked (a mismatch stops the run with the same message), counted, and given
+ * the same virtual spans as on sim (vs[i], ve[i] per op). 0, RL_ERR_MISMATCH or RL_ERR_ABORTED. */
+int rl_comm_meet(rl_ctx *ctx, rl_work *w, double ready, double *vs, double *ve);
 /* GPU backend (issue 6): NCCL does not compare the ranks' calls, so the NCCL path can check
  * them itself (as TORCH_DISTRIBUTED_DEBUG=DETAIL does): a collective's fingerprint (kind,
  * count as the mismatch check counts it, dtype, op, root) is all-gathered and compared. */

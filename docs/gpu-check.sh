@@ -6,9 +6,9 @@
 #   2. GEMM TFLOP/s (bf16, f32; random inputs) against the profile's datasheet peak and the best
 #      rate measured here;
 #   3. `ringlab bench` (nccl-tests format; every #wrong must be 0): every collective on the
-#      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank (also with the check
-#      of the ranks' calls, RL_CHECK_COLLECTIVES=1); one process per
-#      rank by RANK/WORLD_SIZE and by mpirun (a world of one process, or one per GPU with >= 2);
+#      device-memory transport (4 ranks on GPU 0) and on NCCL with one rank; one process per
+#      rank by RANK/WORLD_SIZE and by mpirun (a world of one process, or one per GPU with >= 2;
+#      also with the check of the ranks' calls, RL_CHECK_COLLECTIVES=1);
 #   4. lab 28 (reference solution) with --backend cuda on 1 and 4 ranks beside the sim run of
 #      the same seed: final loss within a relative tolerance, and the measured overlap
 #      (CUDA-event timeline); labs 29-31 on cuda as informational rows;
@@ -153,7 +153,6 @@ say "bench: NCCL, one rank per GPU"
 for coll in all_reduce reduce_scatter all_gather broadcast all_to_all sendrecv; do
   bench "$coll, NCCL, 1 rank" 1 -- $coll -b 1K -e 64M -f 64 -n 5 -w 2
 done
-bench "all_reduce, NCCL, 1 rank, calls checked" 1 RL_CHECK_COLLECTIVES=1 -- all_reduce -b 1K -e 1M -f 32 -n 5 -w 2
 if [ "$ngpus" -ge 2 ]; then
   bench "all_reduce, NCCL, $ngpus ranks" "$ngpus" -- all_reduce -b 8 -e 256M -f 4 -n 10 -w 3
 else
@@ -163,6 +162,8 @@ fi
 say "one process per rank (docs/launch.md): a world of one process, by RANK/WORLD_SIZE and by mpirun"
 bench "all_reduce, 1 process by RANK/WORLD_SIZE (TCP id)" 1 RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_PORT=29611 -- \
   all_reduce -b 1K -e 16M -f 16 -n 5 -w 2
+bench "all_reduce, 1 process, calls checked" 1 RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_PORT=29613 \
+  RL_CHECK_COLLECTIVES=1 -- all_reduce -b 1K -e 1M -f 32 -n 5 -w 2
 if command -v mpirun >/dev/null && grep -q '✓ MPI' /tmp/ringlab-gpu-build.log; then
   bench "all_reduce, 1 process by mpirun (MPI_Bcast id)" 1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 -- \
     all_reduce -b 1K -e 16M -f 16 -n 5 -w 2 --mpirun

@@ -412,7 +412,7 @@ static void run_lab28_processes(const char *fake, int n, const char *args, int *
 /* Lab 28 (reference solution) as four processes on the emulated GPUs: every process trains
  * its rank and the ranks' shard losses average to the one-process (sim) run's loss; with a
  * hang injected, every process ends within the watchdog's limit with a report (the hung one
- * says so), none is left hanging. */
+ * says so), none is left hanging; with a wrong count, every process stops on the check. */
 START_TEST(test_dist_lab28_on_emulated_gpus)
 {
     const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
@@ -447,6 +447,15 @@ START_TEST(test_dist_lab28_on_emulated_gpus)
         ck_assert_msg(rcs[r] == 3, "rank %d: exit %d (3: the watchdog)\n%s", r, rcs[r], out);
     ck_assert_msg(strstr(out, "rank 1: --fault hang: this rank never entered collective seq 3 on world") &&
                       strstr(out, "verdict: rank 2: all_reduce seq 3 on world started"),
+                  "%s", out);
+    /* a wrong count: NCCL does not compare calls, so each collective is checked first across
+     * processes (an all-gather of fingerprints); every process stops with the same message */
+    run_lab28_processes(fake, 4, "--steps 2 --fault mismatch:rank=2:seq=3 --timeout 5", rcs, out, sizeof out);
+    for (int r = 0; r < 4; r++)
+        ck_assert_msg(rcs[r] == 4, "rank %d: exit %d (4: a mismatch)\n%s", r, rcs[r], out);
+    ck_assert_msg(rl_test_count(out, "each collective is checked first") == 4 &&
+                      rl_test_count(out, "verdict: collective mismatch: rank 2 called all_reduce(count=1052161, f32, "
+                                         "sum) at seq 3 on world but rank 0 called all_reduce(count=1052160") == 4,
                   "%s", out);
 }
 END_TEST
