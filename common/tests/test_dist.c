@@ -289,6 +289,42 @@ START_TEST(test_split_in_process_same_rule)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ the check of the ranks' calls */
+
+/* rl_comm_check_fingerprints on 4 ranks' fingerprints: agreement passes; a rank that differs
+ * is named against the fingerprint most ranks share, rank 0 included. */
+static int fingerprint_fn(rl_ctx *ctx, void *arg)
+{
+    char (*msgs)[300] = arg;
+    if (rl_rank(ctx) != 0)
+        return 0;
+    rl_op_desc d = { .kind = RL_COLL_ALL_REDUCE, .comm = rl_comm_world(ctx), .seq = 7, .send_numel = 10,
+                     .recv_numel = 10, .dtype = RL_F32, .op = RL_SUM };
+    int64_t all[4 * RL_FINGERPRINT_LEN];
+    for (int r = 0; r < 4; r++)
+        rl_comm_fingerprint(&d, all + r * RL_FINGERPRINT_LEN);
+    snprintf(msgs[0], 300, "%d", rl_comm_check_fingerprints(&d, all, msgs[0], 300));
+    all[2 * RL_FINGERPRINT_LEN + 1] = 11; /* rank 2 claims 11 elements */
+    rl_comm_check_fingerprints(&d, all, msgs[1], 300);
+    all[2 * RL_FINGERPRINT_LEN + 1] = 10;
+    all[0 * RL_FINGERPRINT_LEN + 2] = RL_BF16; /* rank 0 sends bf16 */
+    rl_comm_check_fingerprints(&d, all, msgs[2], 300);
+    return 0;
+}
+
+START_TEST(test_fingerprints_name_the_odd_rank)
+{
+    char msgs[3][300] = { "", "", "" };
+    rl_opts o = rl_test_opts(4, NULL);
+    ck_assert_int_eq(rl_launch(&o, fingerprint_fn, msgs, NULL), 0);
+    ck_assert_str_eq(msgs[0], "0");
+    ck_assert_str_eq(msgs[1], "collective mismatch: rank 2 called all_reduce(count=11, f32, sum) at seq 7 on world "
+                              "but rank 0 called all_reduce(count=10, f32, sum)");
+    ck_assert_str_eq(msgs[2], "collective mismatch: rank 0 called all_reduce(count=10, bf16, sum) at seq 7 on world "
+                              "but rank 1 called all_reduce(count=10, f32, sum)");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ worlds of processes */
 
 /* For a world of one process per rank (any size): barrier, all_reduce, comm_split (by parity
@@ -488,6 +524,7 @@ Suite *dist_suite(void)
     tcase_add_test(tc, test_require_one_process);
     tcase_add_test(tc, test_split_members);
     tcase_add_test(tc, test_split_in_process_same_rule);
+    tcase_add_test(tc, test_fingerprints_name_the_odd_rank);
     tcase_add_test(tc, test_dist_world_of_one_on_gpu);
     tcase_add_test(tc, test_dist_processes_on_emulated_gpus);
     tcase_add_test(tc, test_dist_lab28_on_emulated_gpus);
