@@ -441,6 +441,23 @@ static int dist_barrier(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int
                         d->comm->rank, err, len);
 }
 
+/* Gathers bytes (a multiple of 4) from every rank of comm into all (host, n x bytes, rank
+ * order) by an NCCL all-gather through the rank's device buffer; the bytes travel as f32
+ * elements, which all-gather copies and never reads as numbers. 0, RL_ERR_ABORTED, or -1
+ * with a message. */
+static int gather_host(rl_ctx *ctx, rl_comm *comm, void *stream, const void *mine, int64_t bytes, void *all,
+                       char *err, int len)
+{
+    int n = comm->g->n;
+    char *dev = dist_buffer(ctx, (1 + n) * bytes, err, len);
+    if (!dev || rl_cuda_memcpy(ctx->gpu, 1, dev, mine, bytes, err, len) ||
+        rl_nccl_call(comm->nccl, stream, RL_COLL_ALL_GATHER, dev, dev + bytes, bytes / 4, n * bytes / 4, 0, 0, -1,
+                     NULL, n, comm->rank, err, len))
+        return -1;
+    int st = comm_stream_wait(ctx, err, len);
+    return st ? st : rl_cuda_memcpy(ctx->gpu, 1, all, dev + bytes, n * bytes, err, len);
+}
+
 /* Dist mode: comm_split across processes. Every rank's (color, key) is gathered by an NCCL
  * all-gather, the new group is built by the same rule as the in-process split
  * (rl_split_members, same name), and ncclCommSplit makes its NCCL communicator. Only the
@@ -450,20 +467,14 @@ static int dist_split(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int l
     rl_comm *parent = d->comm;
     int n = parent->g->n, me = parent->rank;
     int mine[2] = { d->color, d->key };
-    int *dev = dist_buffer(ctx, (int64_t)(2 + 2 * n) * (int64_t)sizeof(int), err, len);
-    if (!dev || rl_cuda_memcpy(ctx->gpu, 1, dev, mine, (int64_t)sizeof mine, err, len))
-        return -1;
-    /* ints travel as f32 elements: all-gather copies bytes and never reads them as numbers */
-    if (rl_nccl_call(parent->nccl, stream, RL_COLL_ALL_GATHER, dev, dev + 2, 2, 2 * (int64_t)n, 0, 0, -1, NULL, n,
-                     me, err, len))
-        return -1;
-    int st = comm_stream_wait(ctx, err, len);
-    if (st)
-        return st;
     int *pairs = malloc((size_t)(2 * n) * sizeof *pairs), *colors = malloc((size_t)n * sizeof *colors);
     int *keys = malloc((size_t)n * sizeof *keys), *members = malloc((size_t)n * sizeof *members);
     int *granks = malloc((size_t)n * sizeof *granks);
-    int rc = rl_cuda_memcpy(ctx->gpu, 1, pairs, dev + 2, (int64_t)(2 * n) * (int64_t)sizeof(int), err, len);
+    int rc = pairs && colors && keys && members && granks ? 0 : -1;
+    if (rc)
+        snprintf(err, (size_t)len, "out of host memory");
+    else
+        rc = gather_host(ctx, parent, stream, mine, (int64_t)sizeof mine, pairs, err, len);
     if (!rc) {
         for (int q = 0; q < n; q++) {
             colors[q] = pairs[2 * q];
@@ -492,30 +503,19 @@ static int dist_split(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int l
     return rc;
 }
 
-/* The cross-rank check of collective d (RL_FINGERPRINT_LEN int64s per rank, all-gathered as
- * f32 elements, which NCCL copies bit for bit): 0, RL_ERR_MISMATCH with the message in err,
- * RL_ERR_ABORTED, or -1 with a CUDA/NCCL error. */
+/* The cross-rank check of collective d (RL_FINGERPRINT_LEN int64s per rank, gathered):
+ * 0, RL_ERR_MISMATCH with the message in err, RL_ERR_ABORTED, or -1 with a CUDA/NCCL error. */
 static int check_fingerprint(rl_ctx *ctx, rl_op_desc *d, void *stream, char *err, int len)
 {
-    int n = d->comm->g->n;
-    int64_t bytes = RL_FINGERPRINT_LEN * (int64_t)sizeof(int64_t), mine[RL_FINGERPRINT_LEN];
-    char *dev = dist_buffer(ctx, (1 + n) * bytes, err, len);
-    rl_comm_fingerprint(d, mine);
-    if (!dev || rl_cuda_memcpy(ctx->gpu, 1, dev, mine, bytes, err, len) ||
-        rl_nccl_call(d->comm->nccl, stream, RL_COLL_ALL_GATHER, dev, dev + bytes, bytes / 4, n * bytes / 4, 0, 0, -1,
-                     NULL, n, d->comm->rank, err, len))
-        return -1;
-    int st = comm_stream_wait(ctx, err, len);
-    if (st)
-        return st;
-    int64_t *all = malloc((size_t)(n * bytes));
-    if (!all || rl_cuda_memcpy(ctx->gpu, 1, all, dev + bytes, n * bytes, err, len)) {
-        if (!all)
-            snprintf(err, (size_t)len, "out of host memory");
-        free(all);
+    int64_t mine[RL_FINGERPRINT_LEN], *all = malloc((size_t)d->comm->g->n * sizeof mine);
+    if (!all) {
+        snprintf(err, (size_t)len, "out of host memory");
         return -1;
     }
-    st = rl_comm_check_fingerprints(d, all, err, (size_t)len) ? RL_ERR_MISMATCH : 0;
+    rl_comm_fingerprint(d, mine);
+    int st = gather_host(ctx, d->comm, stream, mine, (int64_t)sizeof mine, all, err, len);
+    if (!st)
+        st = rl_comm_check_fingerprints(d, all, err, (size_t)len) ? RL_ERR_MISMATCH : 0;
     free(all);
     return st;
 }
