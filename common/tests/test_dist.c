@@ -389,45 +389,22 @@ int rl_test_child_dist_world(void)
     return st || !ok;
 }
 
-/* Three processes, one rank each, on the emulated GPUs and NCCL of the CUDA_FAKE build (its
- * test binary as the child): the TCP unique-id exchange, NCCL across processes, barrier and
- * comm_split across processes (dist mode's all-gather of colors and keys). */
-START_TEST(test_dist_processes_on_emulated_gpus)
-{
-    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
-    char bin[512], cmd[2048], out[4096];
-    snprintf(bin, sizeof bin, "%s/tests/run_tests", fake ? fake : "");
-    if (!fake || access(bin, X_OK))
-        return; /* (only make test-unit builds it) */
-    int n = 3, port = rl_test_free_port(), pid = (int)getpid();
-    snprintf(cmd, sizeof cmd,
-             "for r in 0 1 2; do (env -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RL_TEST_CHILD=dist_world RL_FAKE_GPUS=%d "
-             "RANK=$r WORLD_SIZE=%d LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d timeout 60 %s "
-             ">/tmp/rl_distw_%d_$r.log 2>&1; echo $? >/tmp/rl_distw_%d_$r.rc) & done; wait",
-             n, n, port, bin, pid, pid);
-    ck_assert_int_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "for r in 0 1 2; do echo \"== rank $r: exit $(cat /tmp/rl_distw_%d_$r.rc)\"; "
-             "cat /tmp/rl_distw_%d_$r.log; rm -f /tmp/rl_distw_%d_$r.*; done", pid, pid, pid);
-    rl_test_run_cmd(cmd, out, sizeof out);
-    ck_assert_msg(rl_test_count(out, ": exit 0\n") == n, "%d processes, one rank each:\n%s", n, out);
-}
-END_TEST
-
-/* Runs n processes of the CUDA_FAKE build's `solutions/28_ddp/run ARGS --backend cuda` (one
- * rank each, on emulated GPUs); each one's exit status into rcs[] and the outputs of all,
- * rank by rank, into out. */
-static void run_lab28_processes(const char *fake, int n, const char *args, int *rcs, char *out, size_t size)
+/* Runs n processes of `VARS FAKE/PROG` from the CUDA_FAKE build, one rank each on emulated
+ * GPUs (launcher variables set, one port); each one's exit status into rcs[] and the outputs
+ * of all, rank by rank after a line "== rank R: exit S", into out. */
+static void run_processes(const char *fake, int n, const char *vars, const char *prog, int *rcs, char *out,
+                          size_t size)
 {
     char cmd[2048];
     int port = rl_test_free_port(), pid = (int)getpid();
     snprintf(cmd, sizeof cmd,
-             "for r in $(seq 0 %d); do (env -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID RL_FAKE_GPUS=%d RANK=$r "
-             "WORLD_SIZE=%d LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d timeout 60 %s/solutions/28_ddp/run "
-             "%s --backend cuda >/tmp/rl_dist28_%d_$r.log 2>&1; echo $? >/tmp/rl_dist28_%d_$r.rc) & done; wait",
-             n - 1, n, n, port, fake, args, pid, pid);
+             "for r in $(seq 0 %d); do (env -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID %s RL_FAKE_GPUS=%d RANK=$r "
+             "WORLD_SIZE=%d LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=%d timeout 60 %s/%s "
+             ">/tmp/rl_dist_%d_$r.log 2>&1; echo $? >/tmp/rl_dist_%d_$r.rc) & done; wait",
+             n - 1, vars, n, n, port, fake, prog, pid, pid);
     ck_assert_int_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "for r in $(seq 0 %d); do echo \"== rank $r: exit $(cat /tmp/rl_dist28_%d_$r.rc)\"; "
-             "cat /tmp/rl_dist28_%d_$r.log; rm -f /tmp/rl_dist28_%d_$r.*; done", n - 1, pid, pid, pid);
+    snprintf(cmd, sizeof cmd, "for r in $(seq 0 %d); do echo \"== rank $r: exit $(cat /tmp/rl_dist_%d_$r.rc)\"; "
+             "cat /tmp/rl_dist_%d_$r.log; rm -f /tmp/rl_dist_%d_$r.*; done", n - 1, pid, pid, pid);
     rl_test_run_cmd(cmd, out, size);
     for (int r = 0; r < n; r++) {
         char tag[32];
@@ -436,6 +413,22 @@ static void run_lab28_processes(const char *fake, int n, const char *args, int *
         rcs[r] = p ? atoi(p + strlen(tag)) : -1;
     }
 }
+
+/* Three processes, one rank each, on the emulated GPUs and NCCL of the CUDA_FAKE build (its
+ * test binary as the child): the TCP unique-id exchange, NCCL across processes, barrier and
+ * comm_split across processes (dist mode's all-gather of colors and keys). */
+START_TEST(test_dist_processes_on_emulated_gpus)
+{
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD");
+    char bin[512], out[4096];
+    snprintf(bin, sizeof bin, "%s/tests/run_tests", fake ? fake : "");
+    if (!fake || access(bin, X_OK))
+        return; /* (only make test-unit builds it) */
+    int n = 3, rcs[3];
+    run_processes(fake, n, "RL_TEST_CHILD=dist_world", "tests/run_tests", rcs, out, sizeof out);
+    ck_assert_msg(rl_test_count(out, ": exit 0\n") == n, "%d processes, one rank each:\n%s", n, out);
+}
+END_TEST
 
 /* Lab 28 (reference solution) as four processes on the emulated GPUs: every process trains
  * its rank and the ranks' shard losses average to the one-process (sim) run's loss; with a
@@ -456,7 +449,7 @@ START_TEST(test_dist_lab28_on_emulated_gpus)
     double want = 0, sum = 0, loss;
     const char *p = strstr(sim, "\nLoss ");
     ck_assert_msg(p && sscanf(p, "\nLoss %lf", &want) == 1, "%s", sim);
-    run_lab28_processes(fake, 4, "--steps 3 --seed 1", rcs, out, sizeof out);
+    run_processes(fake, 4, "", "solutions/28_ddp/run --steps 3 --seed 1 --backend cuda", rcs, out, sizeof out);
     for (int r = 0; r < 4; r++) {
         ck_assert_msg(rcs[r] == 0, "rank %d: exit %d\n%s", r, rcs[r], out);
         char tag[32];
@@ -470,7 +463,8 @@ START_TEST(test_dist_lab28_on_emulated_gpus)
     ck_assert_msg(fabs(sum / 4 - want) < 2e-5, "mean of the shard losses %.5f, one-process run %.5f\n%s", sum / 4, want,
                   out);
     ck_assert_msg(strstr(out, "process for rank 3 of 4") && strstr(out, "collectives through NCCL"), "%s", out);
-    run_lab28_processes(fake, 4, "--steps 2 --fault hang:rank=1:seq=3 --timeout 3", rcs, out, sizeof out);
+    run_processes(fake, 4, "", "solutions/28_ddp/run --steps 2 --fault hang:rank=1:seq=3 --timeout 3 --backend cuda",
+                  rcs, out, sizeof out);
     for (int r = 0; r < 4; r++)
         ck_assert_msg(rcs[r] == 3, "rank %d: exit %d (3: the watchdog)\n%s", r, rcs[r], out);
     ck_assert_msg(strstr(out, "rank 1: --fault hang: this rank never entered collective seq 3 on world") &&
@@ -478,7 +472,9 @@ START_TEST(test_dist_lab28_on_emulated_gpus)
                   "%s", out);
     /* a wrong count: NCCL does not compare calls, so each collective is checked first across
      * processes (an all-gather of fingerprints); every process stops with the same message */
-    run_lab28_processes(fake, 4, "--steps 2 --fault mismatch:rank=2:seq=3 --timeout 5", rcs, out, sizeof out);
+    run_processes(fake, 4, "",
+                  "solutions/28_ddp/run --steps 2 --fault mismatch:rank=2:seq=3 --timeout 5 --backend cuda", rcs, out,
+                  sizeof out);
     for (int r = 0; r < 4; r++)
         ck_assert_msg(rcs[r] == 4, "rank %d: exit %d (4: a mismatch)\n%s", r, rcs[r], out);
     ck_assert_msg(rl_test_count(out, "each collective is checked first") == 4 &&
