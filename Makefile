@@ -254,10 +254,13 @@ test-asan:
 #   build/labs/NN_name/        the learner's code, labs/NN_name/*.c
 #   build/solutions/NN_name/   the same files with solutions/NN_name/*.c in their place
 #   build/variants/NN_name/copy/       the solution copied over a copy of the skeleton (tests)
-#   build/variants/NN_name/bug_NAME/   that copy with grader/tests/bugs/NN_name/NAME.sed
-#                                      applied to the solution file (planted-bug tests)
+#   build/variants/NN_name/bug_NAME/   the solution file with grader/tests/bugs/NN_name/NAME.sed
+#                                      applied (planted bugs: the grader must catch each)
+#   build/variants/NN_name/ok_NAME/    the solution file with grader/tests/variants/NN_name/NAME.sed
+#                                      applied (correct variants: they must score full marks)
 # Each variant has `run` (main.c and the lab's files) and, with Check, `grade` (the lab's
-# files without main.c + grader/grade.c + grader/gradeNN.c). Labs 29-31 drop in unchanged.
+# files without main.c + grader/grade.c + grader/gradeNN.c); a bug_ or ok_ variant has only
+# `grade` (its one patched file linked with the lab's other objects). Labs drop in unchanged.
 LAB_DIRS   := $(patsubst %/main.c,%,$(wildcard labs/[0-9][0-9]_*/main.c))
 LAB_NAMES  := $(notdir $(LAB_DIRS))
 lab_num     = $(firstword $(subst _, ,$(1)))
@@ -266,8 +269,10 @@ lab_files   = $(notdir $(wildcard labs/$(1)/*.c labs/$(1)/*.h labs/$(1)/*.txt))
 sol_srcs    = $(wildcard solutions/$(1)/*.c)
 lab_grader  = $(wildcard grader/grade$(call lab_num,$(1)).c)
 lab_bugs    = $(basename $(notdir $(wildcard grader/tests/bugs/$(1)/*.sed)))
+lab_oks     = $(basename $(notdir $(wildcard grader/tests/variants/$(1)/*.sed)))
 LAB_RUN_BINS   :=
 LAB_GRADE_BINS :=
+LAB_PATCHED_BINS :=
 
 # $(1) lab, $(2) output dir, $(3) sources (main.c included)
 define LAB_VARIANT
@@ -296,7 +301,8 @@ $(foreach f,$(call lab_files,$(1)),$(eval $(call LAB_COPY_FILE,$(1),copy,$(f),$(
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/variants/$(1)/copy,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))))
 $(BUILD)/variants/$(1)/copy/grade $(BUILD)/variants/$(1)/copy/run: $(addprefix $(BUILD)/variants/$(1)/copy/,$(call lab_files,$(1)))
 $(call obj,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(wildcard labs/$(1)/*.h)))
-$(foreach b,$(call lab_bugs,$(1)),$(eval $(call LAB_BUG,$(1),$(b))))
+$(foreach b,$(call lab_bugs,$(1)),$(eval $(call LAB_PATCHED,$(1),bug_$(b),grader/tests/bugs/$(1)/$(b).sed)))
+$(foreach b,$(call lab_oks,$(1)),$(eval $(call LAB_PATCHED,$(1),ok_$(b),grader/tests/variants/$(1)/$(b).sed)))
 endef
 
 # $(1) lab, $(2) variant, $(3) file name, $(4) where it comes from
@@ -306,30 +312,32 @@ $(BUILD)/variants/$(1)/$(2)/$(3): $(4)
 	@cp $$< $$@
 endef
 
-# $(1) lab, $(2) bug name: the copy variant with the bug planted in the solution file
-define LAB_BUG
-$(foreach f,$(call lab_files,$(1)),$(if $(filter $(f),$(notdir $(firstword $(call sol_srcs,$(1))))),,$(eval $(call LAB_COPY_FILE,$(1),bug_$(2),$(f),$(or $(wildcard solutions/$(1)/$(f)),labs/$(1)/$(f))))))
-$(BUILD)/variants/$(1)/bug_$(2)/$(notdir $(firstword $(call sol_srcs,$(1)))): $(firstword $(call sol_srcs,$(1))) grader/tests/bugs/$(1)/$(2).sed
+# $(1) lab, $(2) variant dir name, $(3) the sed script: the solution file patched by it, linked
+# with the objects of the lab's other files (as built for labs/NN_name)
+sol_file    = $(firstword $(call sol_srcs,$(1)))
+lab_others  = $(filter-out %/main.c labs/$(1)/$(notdir $(call sol_file,$(1))),$(call lab_srcs,$(1)))
+define LAB_PATCHED
+$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1)) $(3)
 	@mkdir -p $$(dir $$@)
-	@echo "  BUG   $(2) -> $$@"
-	@sed -f grader/tests/bugs/$(1)/$(2).sed $$< > $$@.tmp
-	@if cmp -s $$< $$@.tmp; then echo "grader/tests/bugs/$(1)/$(2).sed changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
+	@echo "  SED   $(3) -> $$@"
+	@sed -f $(3) $$< > $$@.tmp
+	@if cmp -s $$< $$@.tmp; then echo "$(3) changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
-$(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(notdir $(wildcard labs/$(1)/*.h)))
-$(BUILD)/variants/$(1)/bug_$(2)/grade: $(call obj,grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB) \
-  $(call obj,$(addprefix $(BUILD)/variants/$(1)/bug_$(2)/,$(filter-out main.c,$(notdir $(call lab_srcs,$(1))))))
+$(BUILD)/variants/$(1)/$(2)/grade: $(call obj,$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) \
+  $(call lab_others,$(1)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
 	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(CHECK_LIBS) -o $$@
-LAB_GRADE_BINS += $(BUILD)/variants/$(1)/bug_$(2)/grade
+LAB_PATCHED_BINS += $(BUILD)/variants/$(1)/$(2)/grade
 endef
 
 $(foreach l,$(LAB_NAMES),$(eval $(call LAB_RULES,$(l))))
 $(BUILD)/obj/grader/tests/%.o: CFLAGS += -Icommon/tests
 
 # `make` builds every lab's run (and, with Check, grade) binaries; the test binary needs the
-# graders (grader/tests run them), so test-unit and test-asan build them too.
-all: $(LAB_RUN_BINS) $(if $(HAVE_CHECK),$(LAB_GRADE_BINS),)
-$(TESTBIN): | $(LAB_RUN_BINS) $(LAB_GRADE_BINS)
+# graders (grader/tests run them), so test-unit and test-asan build them too — the planted
+# bugs and correct variants only in the normal build (the sanitizer run does not grade them).
+all: $(LAB_RUN_BINS) $(if $(HAVE_CHECK),$(LAB_GRADE_BINS) $(LAB_PATCHED_BINS),)
+$(TESTBIN): | $(LAB_RUN_BINS) $(LAB_GRADE_BINS) $(if $(SAN),,$(LAB_PATCHED_BINS))
 
 # make run LAB=28 [RANKS=4] [SOLUTION=1] [ARGS="--hw a100-pcie --trace run.json"]
 # make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [JSON=results.json]
@@ -349,11 +357,11 @@ ifneq ($(HAVE_CHECK),1)
 	@echo "grading needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
 endif
 	@if [ -z "$(LAB_SEL)" ]; then echo "no lab matches LAB=$(LAB); labs: $(LAB_NAMES)" >&2; exit 2; fi
-	@total=0; max=0; fail=0; \
+	@set -o pipefail; total=0; max=0; fail=0; \
 	for l in $(LAB_SEL); do \
 	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
-	    $(if $(JSON),--json $(JSON),) | tee $(BUILD)/grade-$$l.log || fail=1; \
+	    --details $(BUILD)/grade-$$l.details.txt $(if $(JSON),--json $(JSON),) | tee $(BUILD)/grade-$$l.log || fail=1; \
 	  s=$$(sed -n 's/^Score: \([0-9]*\)\/\([0-9]*\)$$/\1 \2/p' $(BUILD)/grade-$$l.log | tail -1); \
 	  [ -n "$$s" ] || { fail=1; s="0 0"; }; \
 	  total=$$((total + $${s% *})); max=$$((max + $${s#* })); \

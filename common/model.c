@@ -60,6 +60,10 @@ struct rl_model_state {
     rl_tensor *d_cur, *d_tmp, *d_ln, *d_ffn, *d_q, *d_k, *d_v, *d_att, *d_out;
     int have_forward;
     int64_t nparams_cap;
+    /* rl_model_set_ready_order: parameters whose gradient is final, not yet announced */
+    int ready_window, nready;
+    uint64_t ready_seed, ready_batches;
+    rl_param **ready;
 };
 
 /* ------------------------------------------------------------------ config */
@@ -536,10 +540,33 @@ static int ensure_acts(rl_model *m, int64_t B, int64_t S)
 
 /* ------------------------------------------------------------------ building blocks */
 
-/* Marks one gradient contribution of p done; fires the grad-ready hook after the last. */
+/* Announces the held-back ready parameters to the hook in a seeded random order. */
+static int fire_ready(rl_model *m)
+{
+    rl_model_state *st = m->st;
+    rl_rng r = rl_rng_make(st->ready_seed, st->ready_batches++);
+    for (int i = st->nready - 1; i > 0; i--) {
+        int j = (int)rl_rng_below(&r, (uint64_t)i + 1);
+        rl_param *t = st->ready[i];
+        st->ready[i] = st->ready[j];
+        st->ready[j] = t;
+    }
+    int n = st->nready, rc = 0;
+    st->nready = 0;
+    for (int i = 0; i < n && !rc; i++)
+        rc = m->hook(st->ready[i], m->hook_arg);
+    return rc;
+}
+
+/* Marks one gradient contribution of p done; fires the grad-ready hook after the last (or
+ * holds p back for fire_ready under rl_model_set_ready_order). */
 static int contributed(rl_model *m, rl_param *p)
 {
-    if (--p->pending == 0 && m->hook)
+    if (--p->pending == 0 && m->hook && m->st->ready_window > 1) {
+        m->st->ready[m->st->nready++] = p;
+        return m->st->nready == m->st->ready_window ? fire_ready(m) : 0;
+    }
+    if (p->pending == 0 && m->hook)
         return m->hook(p, m->hook_arg);
     if (p->pending < 0)
         return rl_error(m->ctx, RL_ERR_ARG, "model: parameter '%s' got more gradient contributions than "
@@ -917,6 +944,7 @@ int rl_model_backward(rl_model *m, float grad_scale)
     st->have_forward = 0;
     for (int i = 0; i < m->nparams; i++)
         m->params[i].pending = m->params[i].uses;
+    st->nready = 0;
     const rl_batch *bt = st->batch;
     int head_unit = m->nunits - 1;
     int L = st->nblocks;
@@ -948,6 +976,18 @@ int rl_model_backward(rl_model *m, float grad_scale)
         TRY(contributed(m, st->wte));
         TRY(unit_cb(m, m->post_backward, 0));
     }
+    return st->nready ? fire_ready(m) : 0;
+}
+
+int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window)
+{
+    if (!m)
+        return rl_error(NULL, RL_ERR_ARG, "model_set_ready_order: model is NULL");
+    if (window > 1 && !m->st->ready && !(m->st->ready = calloc((size_t)m->nparams, sizeof *m->st->ready)))
+        return rl_error(m->ctx, RL_ERR_NOMEM, "model_set_ready_order: out of memory");
+    m->st->ready_window = window > m->nparams ? m->nparams : window;
+    m->st->ready_seed = seed;
+    m->st->ready_batches = 0;
     return 0;
 }
 
@@ -1022,6 +1062,7 @@ void rl_model_free(rl_model *m)
             free(b->e_y);
         }
         free(m->st->blocks);
+        free(m->st->ready);
     }
     for (int i = 0; m->params && i < m->nparams; i++) {
         rl_tensor_free(m->params[i].own_value);

@@ -9,9 +9,12 @@
  *     every use, and backward ACCUMULATES (+=) into p->grad (gradient accumulation, no_sync):
  *     call rl_model_zero_grad before a fresh step.
  *   - The grad-ready hook m->hook(p, m->hook_arg) fires once per parameter during backward,
- *     the moment p's gradient is final: in exact reverse registration order for these
- *     models. A tied parameter (the transformer's shared embedding / LM-head weight) fires
- *     once, after its last contribution (at the very end of backward).
+ *     in the order backward makes gradients ready — not always reverse registration order:
+ *     a tied parameter (the transformer's shared embedding / LM-head weight) fires once,
+ *     after its last contribution (at the very end of backward), and a model with branches
+ *     or reused modules finishes its gradients in yet another order (rl_model_set_ready_order
+ *     plays that: code that assumes reverse registration order breaks there). A hook never
+ *     fires before its parameter's gradient is final.
  *   - Units (m->units: one per block, plus embedding / head units) list their parameters.
  *     Optional callbacks run before and after each unit's forward and backward, in forward
  *     order and reverse order respectively — FSDP-style code gathers and frees there.
@@ -142,6 +145,12 @@ int rl_model_forward(rl_model *m, const rl_batch *batch, float *loss);
  * accumulated micro-batches). Fires the grad-ready hook and the unit callbacks. The batch
  * given to forward must still be alive and unchanged. One backward per forward. */
 int rl_model_backward(rl_model *m, float grad_scale);
+/* Makes backward announce ready gradients in another order, as a model with parallel
+ * branches or reused modules does: each ready parameter is held back, and every `window`
+ * of them (and the rest at the end of backward) are given to the hook in a random order
+ * drawn from seed and the backward's count — a hook may come late, never early. Pass a
+ * seed per rank to make ranks differ. window <= 1: at once, in backward's own order. */
+int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window);
 /* Every parameter's current grad tensor ← 0. */
 int rl_model_zero_grad(rl_model *m);
 /* The output of the last forward: predictions [b, out] or logits [b, s, vocab]. */

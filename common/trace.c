@@ -40,8 +40,10 @@ void rl_trace_free(rl_trace *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->n; i++)
+    for (size_t i = 0; i < t->n; i++) {
         free(t->ev[i].shapes);
+        free(t->ev[i].peer_bytes);
+    }
     for (int i = 0; i < t->nmeta; i++) {
         free(t->meta_keys[i]);
         free(t->meta_vals[i]);
@@ -60,6 +62,7 @@ void rl_trace_event_init(rl_trace_event *e)
     for (int i = 0; i < RL_NTAGS; i++)
         e->tags[i] = -1;
     e->seq = -1;
+    e->peer = -1;
 }
 
 int rl_trace_add(rl_trace *t, const rl_trace_event *e)
@@ -72,8 +75,20 @@ int rl_trace_add(rl_trace *t, const rl_trace_event *e)
         t->ev = ev;
         t->cap = cap;
     }
-    t->ev[t->n] = *e;
-    t->ev[t->n].shapes = e->shapes ? strdup(e->shapes) : NULL;
+    rl_trace_event *d = &t->ev[t->n];
+    *d = *e;
+    d->shapes = e->shapes ? strdup(e->shapes) : NULL;
+    d->peer_bytes = NULL;
+    d->npeers = 0;
+    if (e->peer_bytes && e->npeers > 0 && (d->peer_bytes = malloc((size_t)e->npeers * sizeof *d->peer_bytes))) {
+        memcpy(d->peer_bytes, e->peer_bytes, (size_t)e->npeers * sizeof *d->peer_bytes);
+        d->npeers = e->npeers;
+    }
+    if ((e->shapes && !d->shapes) || (e->npeers > 0 && e->peer_bytes && !d->peer_bytes)) {
+        free(d->shapes);
+        free(d->peer_bytes);
+        return RL_ERR_NOMEM;
+    }
     t->n++;
     return 0;
 }
@@ -261,6 +276,14 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
         json_object_set_new(args, "comm", json_string(e->comm));
     if (e->shapes)
         json_object_set_new(args, "shapes", json_string(e->shapes));
+    if (e->peer >= 0)
+        json_object_set_new(args, "peer", json_integer(e->peer));
+    if (e->peer_bytes && e->npeers > 0) {
+        json_t *pb = json_array();
+        for (int i = 0; i < e->npeers; i++)
+            json_array_append_new(pb, json_integer(e->peer_bytes[i]));
+        json_object_set_new(args, "peer_bytes", pb);
+    }
     if (with_wall) {
         json_object_set_new(args, "wall_ts", json_real(us(e->wstart)));
         json_object_set_new(args, "wall_dur", json_real(us(e->wend - e->wstart)));
@@ -467,6 +490,18 @@ rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
                 snprintf(ev.comm, sizeof ev.comm, "%s", comm);
             const char *shapes = json_string_value(json_object_get(args, "shapes"));
             ev.shapes = (char *)shapes; /* copied by rl_trace_add */
+            json_t *peer = json_object_get(args, "peer");
+            if (json_is_integer(peer) && json_integer_value(peer) >= 0 && json_integer_value(peer) < (1 << 30))
+                ev.peer = (int)json_integer_value(peer);
+            json_t *pb = json_object_get(args, "peer_bytes");
+            size_t npb = json_is_array(pb) ? json_array_size(pb) : 0;
+            if (npb > 0 && npb <= (1 << 16) && (ev.peer_bytes = calloc(npb, sizeof *ev.peer_bytes))) {
+                ev.npeers = (int)npb;
+                for (size_t k = 0; k < npb; k++) {
+                    json_t *x = json_array_get(pb, k);
+                    ev.peer_bytes[k] = json_is_integer(x) && json_integer_value(x) >= 0 ? json_integer_value(x) : 0;
+                }
+            }
             if (get_num(args, "wall_ts", &v) == 1 && isfinite(v)) {
                 ev.wstart = v * 1e-6;
                 if (get_num(args, "wall_dur", &v) == 1 && isfinite(v))
@@ -474,6 +509,7 @@ rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
             }
         }
         rl_trace_add(t, &ev);
+        free(ev.peer_bytes); /* copied by rl_trace_add */
     }
     if (rl) {
         const char *hw = json_string_value(json_object_get(rl, "hw"));

@@ -29,6 +29,10 @@ typedef struct rl_trace_event {
     int64_t seq;            /* collective sequence number, -1 if none */
     char comm[24];          /* communicator name for comm events ("world", "world/0.1") */
     char *shapes;           /* "x[b=8,h=64] w[h=64,4h=256] -> y[b=8,4h=256]" or NULL (owned) */
+    int peer;               /* send/recv: the peer's world rank; -1 otherwise */
+    int npeers;             /* all_to_all(v): entries of peer_bytes (the communicator's size); else 0 */
+    int64_t *peer_bytes;    /* all_to_all(v): bytes this rank sent to each member, in communicator
+                               rank order, or NULL (owned, like shapes) */
 } rl_trace_event;
 
 /* A sample of one rank's memory account. */

@@ -6,16 +6,90 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-/* The runner's own bookkeeping (one grading run per process). */
+/* The runner's own bookkeeping (one grading run per process; a test's child inherits it). */
 static const char *answers_path;
+static uint64_t run_seed;
+static uint64_t test_key;        /* hash of the running test's step and title */
+static char crash_note[2048];    /* rl_grade_note: the last error the code under test reported */
+
+#define CRASH_MARK "[grader] the crash came after this error: "
 
 const char *rl_grade_answers_path(void) { return answers_path; }
+
+uint64_t rl_grade_seed(void) { return run_seed; }
+
+/* FNV-1a over a string, continuing from h. */
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t key_of(const rl_grade_test *t)
+{
+    return hash_str(hash_str(0xcbf29ce484222325ull, t->step), t->title);
+}
+
+rl_rng rl_grade_rng(uint64_t stream)
+{
+    rl_rng r = rl_rng_make(run_seed ^ test_key, stream);
+    rl_rng_next(&r);
+    return r;
+}
+
+int rl_grade_pick(rl_rng *g, int lo, int hi)
+{
+    return hi <= lo ? lo : lo + (int)rl_rng_below(g, (uint64_t)(hi - lo) + 1);
+}
+
+void rl_grade_shuffle(rl_rng *g, int *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rl_rng_below(g, (uint64_t)i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+void rl_grade_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(crash_note, sizeof crash_note, fmt, ap);
+    va_end(ap);
+}
+
+/* In a test's child: a fatal signal after rl_grade_note first writes the note. */
+static void on_fatal_signal(int sig)
+{
+    if (crash_note[0]) {
+        ssize_t k = write(2, "\n" CRASH_MARK, sizeof CRASH_MARK);
+        k = write(2, crash_note, strlen(crash_note));
+        k = write(2, "\n", 1);
+        (void)k;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void child_setup(void)
+{
+    crash_note[0] = 0;
+    int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], on_fatal_signal);
+}
 
 double rl_grade_time_scale(void)
 {
@@ -39,26 +113,53 @@ static double mono_now(void)
 /* The outcome of one test. */
 typedef struct outcome {
     int passed;
-    char reason[1024];   /* why it failed (one line or a few) */
+    char *reason;        /* why it failed, in full (malloc'd; NULL when passed) */
     char *output;        /* what the test printed (malloc'd, may be "") */
     double seconds;
 } outcome;
 
-/* Turns Check's message for an error into the grader's wording. */
-static void explain_error(const char *msg, double limit, char *out, size_t size)
+/* A malloc'd printf. */
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* The line of output after the crash note's mark (malloc'd), or NULL. */
+static char *crash_note_in(const char *output)
+{
+    const char *m = strstr(output, CRASH_MARK);
+    if (!m)
+        return NULL;
+    m += strlen(CRASH_MARK);
+    return strndup(m, strcspn(m, "\n"));
+}
+
+/* Turns Check's message for an error into the grader's wording (malloc'd). */
+static char *explain_error(const char *msg, double limit, const char *output)
 {
     int sig;
-    if (strstr(msg, "timeout expired")) {
-        snprintf(out, size, "timed out after %g s (an endless loop or a deadlock; RL_GRADE_TIME_SCALE "
-                            "scales the limit on slow machines)", limit);
-    } else if (sscanf(msg, "Received signal %d", &sig) == 1) {
+    if (strstr(msg, "timeout expired"))
+        return str_printf("timed out after %g s (an endless loop or a deadlock; RL_GRADE_TIME_SCALE "
+                          "scales the limit on slow machines)", limit);
+    if (sscanf(msg, "Received signal %d", &sig) == 1) {
         const char *abbrev = sigabbrev_np(sig);
-        snprintf(out, size, "crashed: SIG%s (%s)", abbrev ? abbrev : "?", strsignal(sig));
-    } else if (strncmp(msg, "Early exit with return value", 28) == 0) {
-        snprintf(out, size, "the code under test called exit() (%s); return an error code instead", msg);
-    } else {
-        snprintf(out, size, "%s", msg);
+        char *note = crash_note_in(output);
+        char *r = note ? str_printf("crashed: SIG%s (%s), after your code had reported an error: %s", abbrev ? abbrev : "?",
+                                    strsignal(sig), note)
+                       : str_printf("crashed: SIG%s (%s)", abbrev ? abbrev : "?", strsignal(sig));
+        free(note);
+        return r;
     }
+    if (strncmp(msg, "Early exit with return value", 28) == 0)
+        return str_printf("the code under test called exit() (%s); return an error code instead", msg);
+    return strdup(msg);
 }
 
 /* Reads and removes a capture file. */
@@ -81,8 +182,10 @@ static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, double scal
 {
     memset(o, 0, sizeof *o);
     double limit = t->limit_s * scale;
+    test_key = key_of(t); /* the forked test inherits it: rl_grade_rng */
     Suite *s = suite_create(t->step);
     TCase *tc = tcase_create(t->title);
+    tcase_add_checked_fixture(tc, child_setup, NULL);
     tcase_add_test(tc, *t->fn);
     tcase_set_timeout(tc, limit);
     suite_add_tcase(s, tc);
@@ -115,37 +218,63 @@ static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, double scal
     int n = srunner_ntests_run(sr);
     TestResult **res = srunner_results(sr);
     if (n < 1 || !res) {
-        snprintf(o->reason, sizeof o->reason, "the test did not run (Check found no test '%s' in suite %s)",
-                 t->title, t->step);
+        o->reason = str_printf("the test did not run (Check found no test '%s' in suite %s)", t->title, t->step);
     } else {
         TestResult *r = res[0];
-        if (tr_rtype(r) == CK_PASS) {
+        if (tr_rtype(r) == CK_PASS)
             o->passed = 1;
-        } else if (tr_rtype(r) == CK_ERROR) {
-            explain_error(tr_msg(r), limit, o->reason, sizeof o->reason);
-        } else {
-            snprintf(o->reason, sizeof o->reason, "%s", tr_msg(r));
-        }
+        else if (tr_rtype(r) == CK_ERROR)
+            o->reason = explain_error(tr_msg(r), limit, o->output);
+        else
+            o->reason = strdup(tr_msg(r));
     }
+    if (!o->passed && !o->reason)
+        o->reason = strdup("(out of memory for the message)");
     free(res);
     srunner_free(sr);
     (void)lab;
 }
 
-/* Prints up to max_lines lines of text, each indented. */
-static void print_indented(const char *text, const char *prefix, int max_lines)
+/* Lines the terminal view keeps even when it shortens a text: the runtime's verdicts and
+ * errors and the crash note. */
+static int key_line(const char *line, int len)
 {
-    int lines = 0;
-    const char *p = text;
-    while (*p && lines < max_lines) {
+    static const char *marks[] = { "verdict:", "ringlab: ", "ringlab watchdog", CRASH_MARK };
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        size_t k = strlen(marks[i]);
+        if ((size_t)len >= k && strncmp(line, marks[i], k) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Prints text indented, in full when max_lines < 0; else its first max_lines non-empty
+ * lines (and every key line after them), each cut at max_cols characters, then says what
+ * was left out and where the whole text is. */
+static void print_indented(const char *text, const char *prefix, int max_lines, int max_cols, const char *where)
+{
+    int lines = 0, cut_lines = 0;
+    long cut_chars = 0;
+    for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
-        if (len > 0)
-            printf("%s%.*s\n", prefix, len > 300 ? 300 : len, p), lines++;
+        if (len > 0) {
+            int show = max_lines < 0 || lines < max_lines || key_line(p, len);
+            if (show) {
+                int w = max_cols < 0 || len <= max_cols ? len : max_cols;
+                printf("%s%.*s%s\n", prefix, w, p, w < len ? " [...]" : "");
+                cut_chars += len - w;
+                lines++;
+            } else {
+                cut_lines++;
+                cut_chars += len;
+            }
+        }
         p = nl ? nl + 1 : p + len;
     }
-    if (*p)
-        printf("%s...\n", prefix);
+    if (cut_lines || cut_chars)
+        printf("%s[shortened here: %d more line%s, %ld characters left out; %s]\n", prefix, cut_lines,
+               cut_lines == 1 ? "" : "s", cut_chars, where);
 }
 
 /* 1 when the captured output adds nothing to the reason (e.g. the not-implemented message). */
@@ -156,16 +285,39 @@ static int output_redundant(const outcome *o)
     return strstr(o->output, "not implemented yet") && strstr(o->reason, "not implemented yet");
 }
 
+/* Writes every failed test's whole message and output (--details). */
+static int write_details(const char *path, const rl_grade_lab *lab, const rl_grade_test *const *sel,
+                         const outcome *res, int nsel)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "Lab %s, seed %llu: the whole message and output of every failed test\n", lab->id,
+            (unsigned long long)run_seed);
+    for (int i = 0; i < nsel; i++) {
+        if (res[i].passed)
+            continue;
+        fprintf(f, "\n== %s %s ==\n%s\n", sel[i]->step, sel[i]->title, res[i].reason);
+        if (res[i].output[0])
+            fprintf(f, "-- what it printed --\n%s%s", res[i].output,
+                    res[i].output[strlen(res[i].output) - 1] == '\n' ? "" : "\n");
+    }
+    return fclose(f);
+}
+
 static void usage(const rl_grade_lab *lab, FILE *f)
 {
-    fprintf(f, "usage: grade [--step ID]... [--json FILE] [--answers FILE] [--list] [-v]\n"
+    fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE] [--details FILE] [--answers FILE] [--list] [-v]\n"
                "Grades lab %s (%s); the handout is %s.\n"
                "  --step ID       grade only step ID (repeatable), e.g. --step %s\n"
+               "  --seed N        the seed of the randomized cases (default RL_GRADE_SEED, else a fresh one)\n"
                "  --json FILE     also write the results in the Gradescope autograder format\n"
+               "  --details FILE  also write every failed test's whole message and output\n"
                "  --answers FILE  the answers file (default %s)\n"
                "  --list          list the tests and their points\n"
-               "  -v              also show what passing tests printed\n"
-               "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine).\n",
+               "  -v              also show what passing tests printed, and nothing shortened\n"
+               "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine);\n"
+               "RL_GRADE_SEED=N replays the randomized cases of a run that printed seed N.\n",
             lab->id, lab->title, lab->handout, lab->nsteps ? lab->steps[0].id : "1", lab->default_answers);
 }
 
@@ -186,24 +338,24 @@ static int write_json(const char *path, const rl_grade_lab *lab, const rl_grade_
         const rl_grade_step *st = find_step(lab, t->step);
         char name[256];
         snprintf(name, sizeof name, "%s %s: %s", t->step, st ? st->title : "", t->title);
-        size_t cap = strlen(res[i].reason) + strlen(res[i].output) + 64;
-        char *out = malloc(cap);
-        snprintf(out, cap, "%s%s%s", res[i].passed ? "OK" : res[i].reason, res[i].output[0] ? "\n" : "",
-                 res[i].output);
-        if (strlen(out) > 8000)
-            strcpy(out + 7980, "\n[...truncated]");
+        char *out = str_printf("%s%s%s", res[i].passed ? "OK" : res[i].reason, res[i].output[0] ? "\n" : "",
+                               res[i].output);
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(name));
         json_object_set_new(o, "number", json_string(t->step));
         json_object_set_new(o, "score", json_integer(res[i].passed ? t->points : 0));
         json_object_set_new(o, "max_score", json_integer(t->points));
-        json_object_set_new(o, "output", json_string(out));
+        json_object_set_new(o, "output", json_string(out ? out : "(out of memory for the message)"));
         json_object_set_new(o, "visibility", json_string("visible"));
         json_array_append_new(tests, o);
         free(out);
     }
-    char summary[128];
-    snprintf(summary, sizeof summary, "Lab %s: %d/%d points", lab->id, score, max);
+    char summary[160];
+    snprintf(summary, sizeof summary, "Lab %s: %d/%d points (seed %llu)", lab->id, score, max,
+             (unsigned long long)run_seed);
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)run_seed);
+    json_object_set_new(root, "extra_data", json_pack("{s:s}", "seed", seed)); /* a string: seeds are 64-bit */
     json_object_set_new(root, "score", json_integer(score));
     json_object_set_new(root, "max_score", json_integer(max));
     json_object_set_new(root, "execution_time", json_real(secs));
@@ -214,16 +366,55 @@ static int write_json(const char *path, const rl_grade_lab *lab, const rl_grade_
     return rc;
 }
 
+/* Parses a seed: decimal digits only, below 2^64. */
+static int parse_seed(const char *s, uint64_t *out)
+{
+    if (!s || !*s || strlen(s) > 20)
+        return -1;
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A fresh seed (kept to 9 digits, easy to type back). */
+static uint64_t fresh_seed(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uint64_t)ts.tv_sec;
+    }
+    return 1 + v % 999999999ull;
+}
+
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
     const char *steps[32];
-    int nsteps = 0, list = 0, verbose = 0;
-    const char *json_path = NULL;
+    int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
+    const char *json_path = NULL, *details_path = NULL;
     answers_path = lab->default_answers;
+    const char *env_seed = getenv("RL_GRADE_SEED");
+    if (env_seed && *env_seed) {
+        if (parse_seed(env_seed, &run_seed)) {
+            fprintf(stderr, "grade: RL_GRADE_SEED='%s' is not a seed; use the number a grading run printed "
+                            "(decimal digits, e.g. RL_GRADE_SEED=12345)\n", env_seed);
+            return 2;
+        }
+        have_seed = 1;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers")) && i + 1 >= argc) {
+        if ((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers") || !strcmp(a, "--seed") ||
+             !strcmp(a, "--details")) && i + 1 >= argc) {
             fprintf(stderr, "grade: %s needs a value\n", a);
+            usage(lab, stderr);
             return 2;
         }
         if (!strcmp(a, "--step")) {
@@ -239,6 +430,14 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             }
             if (nsteps < 32)
                 steps[nsteps++] = v;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_seed(argv[++i], &run_seed)) {
+                fprintf(stderr, "grade: --seed '%s' is not a seed (decimal digits, e.g. --seed 12345)\n", argv[i]);
+                return 2;
+            }
+            have_seed = 1;
+        } else if (!strcmp(a, "--details")) {
+            details_path = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json_path = argv[++i];
         } else if (!strcmp(a, "--answers")) {
@@ -277,11 +476,20 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         return 0;
     }
 
+    if (!have_seed)
+        run_seed = fresh_seed();
+    check_set_max_msg_size(1 << 20); /* messages are never cut by Check */
     double scale = rl_grade_time_scale();
-    printf("Grading lab %s (%s): %d test%s", lab->id, lab->title, nsel, nsel == 1 ? "" : "s");
+    printf("Grading lab %s (%s): %d test%s, seed %llu", lab->id, lab->title, nsel, nsel == 1 ? "" : "s",
+           (unsigned long long)run_seed);
     if (scale != 1.0)
         printf(", time limits x%g", scale);
     printf("\n");
+    char where[512];
+    if (details_path)
+        snprintf(where, sizeof where, "the whole text is in %s", details_path);
+    else
+        snprintf(where, sizeof where, "-v, --details FILE or --json FILE show all of it");
     outcome *res = calloc((size_t)nsel + 1, sizeof *res);
     int score = 0, max = 0;
     double t_start = mono_now();
@@ -301,11 +509,11 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             printf("== %s %s: %s == %s (%d/%d) (%.1fs)\n", t->step, st->title, t->title, o->passed ? "OK" : "FAIL",
                    pts, t->points, o->seconds);
             if (!o->passed) {
-                print_indented(o->reason, "   ", 8);
+                print_indented(o->reason, "   ", verbose ? -1 : 12, verbose ? -1 : 600, where);
                 if (!output_redundant(o))
-                    print_indented(o->output, "   | ", 10);
+                    print_indented(o->output, "   | ", verbose ? -1 : 12, verbose ? -1 : 300, where);
             } else if (verbose && o->output[0]) {
-                print_indented(o->output, "   | ", 20);
+                print_indented(o->output, "   | ", -1, -1, where);
             }
             fflush(stdout);
         }
@@ -324,10 +532,20 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             printf("Results written to %s (Gradescope format)\n", json_path);
         }
     }
+    if (details_path && score < max) {
+        if (write_details(details_path, lab, sel, res, nsel)) {
+            fprintf(stderr, "grade: could not write %s: %s\n", details_path, strerror(errno));
+            rc = 1;
+        }
+    }
+    printf("Seed %llu: RL_GRADE_SEED=%llu replays these cases.\n", (unsigned long long)run_seed,
+           (unsigned long long)run_seed);
     printf("Score: %d/%d\n", score, max);
     fflush(stdout);
-    for (int i = 0; i < nsel; i++)
+    for (int i = 0; i < nsel; i++) {
         free(res[i].output);
+        free(res[i].reason);
+    }
     free(res);
     free(sel);
     return rc;
@@ -350,9 +568,10 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f)
         return -1;
-    char line[1024];
+    char *line = NULL;
+    size_t cap = 0;
     int found = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (getline(&line, &cap, f) >= 0) {
         char *hash = strchr(line, '#');
         if (hash)
             *hash = 0;
@@ -366,6 +585,7 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
             found = *v != 0;
         }
     }
+    free(line);
     fclose(f);
     return found;
 }

@@ -6,18 +6,28 @@
  * OS-course graders, a subtotal per step, `Score: X/Y` last, and can write the Gradescope
  * autograder JSON.
  *
- * Command line of every lab grader (see rl_grade_usage):
+ * Command line of every lab grader (see usage in grade.c):
  *   --step 28.1      only that step (repeatable; "all" = every step)
- *   --json FILE      also write the Gradescope results JSON
+ *   --seed N         the run's seed (default: RL_GRADE_SEED, else a fresh one, printed)
+ *   --json FILE      also write the Gradescope results JSON (messages in full)
+ *   --details FILE   also write every failed test's whole message and output
  *   --answers FILE   the lab's answers file (hand derivations, interview questions)
  *   --list           list the tests and their points
- *   -v               show the captured output of passing tests too
- * Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (slow machines).
+ *   -v               show the captured output of passing tests too, and nothing shortened
+ * Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (slow machines);
+ * RL_GRADE_SEED=N reproduces a run.
+ *
+ * Randomized cases. Every run has a seed (printed first and last); a test draws its cases
+ * from rl_grade_rng(stream), which depends only on (the run's seed, the test's step and
+ * title, stream) — so `RL_GRADE_SEED=N make grade STEP=28.3` replays exactly the cases a
+ * failing run of the whole lab drew for 28.3.
  * Exit status: 0 with full marks of the selected tests, 1 otherwise, 2 on bad usage. */
 #ifndef RL_GRADE_H
 #define RL_GRADE_H
 #include <check.h>
 #include <stddef.h>
+#include <stdint.h>
+#include "rng.h"
 
 /* One graded step of a lab ("28.1", "ring all-reduce"). */
 typedef struct rl_grade_step {
@@ -55,6 +65,16 @@ const char *rl_grade_answers_path(void);
 double rl_grade_time_scale(void);
 /* 1 under the sanitizer test run (RL_TEST_QUICK set): tests may shrink their work. */
 int rl_grade_quick(void);
+/* The run's seed. */
+uint64_t rl_grade_seed(void);
+/* In a test: a generator that depends only on (the run's seed, this test, stream). */
+rl_rng rl_grade_rng(uint64_t stream);
+/* In a test: a number from lo to hi (both included) drawn from g; a random order of 0..n-1. */
+int rl_grade_pick(rl_rng *g, int lo, int hi);
+void rl_grade_shuffle(rl_rng *g, int *perm, int n);
+/* In a test: remembers an error the code under test reported, so that a crash that follows
+ * (a freed buffer still in flight ...) is reported with it instead of a bare "crashed". */
+void rl_grade_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------------ answers files
  * An answers file has one answer per line, `key = value`; `#` starts a comment; blank
@@ -71,10 +91,11 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
 /* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
 int rl_grade_check_choice(const char *path, const char *key, char expected, char *msg, size_t size);
 
-/* In a test: the answer to key must be the number expected (relative tolerance tol). */
+/* In a test: the answer to key must be the number expected (relative tolerance tol). The
+ * message holds the key and at most the answer's first 256 characters. */
 #define CHECK_NUM(key, expected, tol)                                                          \
     do {                                                                                       \
-        char msg_[512];                                                                        \
+        char msg_[1024];                                                                       \
         ck_assert_msg(rl_grade_check_number(rl_grade_answers_path(), key, expected, tol, msg_, \
                                             sizeof msg_), "%s", msg_);                         \
     } while (0)
@@ -82,7 +103,7 @@ int rl_grade_check_choice(const char *path, const char *key, char expected, char
 /* In a test: the answer to key must be the letter given. */
 #define CHECK_CHOICE(key, letter)                                                                    \
     do {                                                                                             \
-        char msg_[512];                                                                              \
+        char msg_[1024];                                                                             \
         ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, letter, msg_, sizeof msg_), \
                       "%s", msg_);                                                                   \
     } while (0)

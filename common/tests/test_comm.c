@@ -292,6 +292,16 @@ static int ring_rank(rl_ctx *ctx, void *arg)
     /* bad peers are refused with a message */
     EXPECT(rl_send(w, s, r, 0) == NULL);
     EXPECT(strstr(rl_last_error(ctx), "peer") != NULL);
+    /* all_to_allv: rank r sends q+1 elements to rank q (the trace records the bytes per peer) */
+    int64_t sc[8], sd[8], rc[8], rd[8], off = 0, roff = 0;
+    for (int q = 0; q < n; q++) {
+        sc[q] = q + 1, sd[q] = off, off += sc[q];
+        rc[q] = r + 1, rd[q] = roff, roff += rc[q];
+    }
+    rl_tensor *a2s = filled(ctx, RL_F32, off, r), *a2r = rl_tensor_new_1d(ctx, "a2r", RL_F32, RL_MEM_COMM, roff);
+    EXPECT(rl_all_to_allv(w, a2s, sc, sd, a2r, rc, rd, 0) != NULL);
+    rl_tensor_free(a2s);
+    rl_tensor_free(a2r);
     rl_tensor_free(s);
     rl_tensor_free(d);
     return 0;
@@ -301,9 +311,32 @@ START_TEST(test_p2p_ring)
 {
     coll_result res = { { 0 }, { 0 } };
     rl_opts o = rl_test_opts(5, NULL);
-    ck_assert_int_eq(rl_launch(&o, ring_rank, &res, NULL), 0);
+    rl_trace *tr = NULL;
+    ck_assert_int_eq(rl_launch(&o, ring_rank, &res, &tr), 0);
     for (int r = 0; r < 5; r++)
         ck_assert_msg(res.wrong[r] == 0, "rank %d: %d wrong", r, res.wrong[r]);
+    /* the trace names every send's and receive's peer, and what an all_to_allv sent to each */
+    int sends = 0, recvs = 0, a2a = 0;
+    for (size_t i = 0; i < tr->n; i++) {
+        const rl_trace_event *e = &tr->ev[i];
+        if (!strcmp(e->name, "send") || !strcmp(e->name, "recv")) {
+            int is_send = e->name[0] == 's', ring = is_send ? (e->rank + 1) % 5 : (e->rank + 4) % 5;
+            int other = is_send ? (e->rank == 0 && e->peer == 1) : (e->rank == 1 && e->peer == 0);
+            ck_assert_msg(e->peer == ring || other, "rank %d: %s with peer %d", e->rank, e->name, e->peer);
+            sends += is_send, recvs += !is_send;
+        } else if (!strcmp(e->name, "all_to_allv")) {
+            ck_assert_int_eq(e->npeers, 5);
+            for (int q = 0; q < 5; q++)
+                ck_assert_int_eq((int)e->peer_bytes[q], 4 * (q + 1));
+            a2a++;
+        } else {
+            ck_assert(e->peer == -1 && e->npeers == 0);
+        }
+    }
+    ck_assert_int_eq(sends, 5 * 3 + 1);
+    ck_assert_int_eq(recvs, 5 * 3 + 1);
+    ck_assert_int_eq(a2a, 5);
+    rl_trace_free(tr);
 }
 END_TEST
 

@@ -193,6 +193,76 @@ START_TEST(test_hooks)
 }
 END_TEST
 
+/* A hook under rl_model_set_ready_order: the gradient's sum at the moment the hook fires. */
+typedef struct {
+    hook_log log;
+    double sum_at_hook[512];
+} ready_log;
+
+static double grad_sum(const rl_param *p)
+{
+    double s = 0;
+    for (int64_t k = 0; k < p->numel; k++)
+        s += rl_tensor_get(p->grad, k);
+    return s;
+}
+
+static int ready_hook(rl_param *p, void *arg)
+{
+    ready_log *r = arg;
+    r->sum_at_hook[p->index] = grad_sum(p);
+    return log_hook(p, &r->log);
+}
+
+/* Runs one backward with the ready order (seed, window); r gets what the hook saw. */
+static void ready_order_run(uint64_t seed, int window, ready_log *r)
+{
+    rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
+    rl_model_config c = tiny_config(RL_MODEL_MLP, 0);
+    rl_model *m = rl_model_new(ctx, &c);
+    rl_data *d = data_for(ctx, &c, 1);
+    rl_batch b = { 0 };
+    ck_assert_int_eq(rl_data_get(d, ctx, 0, 0, 4, &b), 0);
+    memset(r, 0, sizeof *r);
+    m->hook = ready_hook;
+    m->hook_arg = r;
+    ck_assert_int_eq(rl_model_set_ready_order(m, seed, window), 0);
+    forward_loss(m, &b);
+    ck_assert_int_eq(rl_model_backward(m, 1.0f), 0);
+    ck_assert_int_eq(r->log.n, m->nparams);
+    for (int i = 0; i < m->nparams; i++) {
+        ck_assert_msg(r->log.fired[i] == 1, "%s fired %d times", m->params[i].name, r->log.fired[i]);
+        ck_assert_msg(fabs(r->sum_at_hook[i] - grad_sum(&m->params[i])) <= 1e-9 * fabs(grad_sum(&m->params[i])),
+                      "%s: the hook fired before its gradient was final", m->params[i].name);
+    }
+    rl_batch_free(&b);
+    rl_data_free(d);
+    rl_model_free(m);
+    rl_ctx_free_standalone(ctx);
+}
+
+START_TEST(test_hooks_ready_order)
+{
+    ready_log *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    ready_order_run(7, 5, a);
+    ready_order_run(7, 5, b);
+    ready_order_run(8, 5, c);
+    int reversed = 1, same = 1, differ = 0;
+    for (int i = 0; i < a->log.n; i++) {
+        reversed &= a->log.order[i] == a->log.n - 1 - i;
+        same &= a->log.order[i] == b->log.order[i];
+        differ |= a->log.order[i] != c->log.order[i];
+    }
+    ck_assert_msg(!reversed, "rl_model_set_ready_order(7, 5) left the hooks in reverse registration order");
+    ck_assert_msg(same, "the same seed must give the same order");
+    ck_assert_msg(differ, "another seed must give another order");
+    ready_order_run(7, 1, a); /* window 1: backward's own order */
+    for (int i = 0; i < a->log.n; i++)
+        ck_assert_int_eq(a->log.order[i], a->log.n - 1 - i);
+    free(a), free(b), free(c);
+}
+END_TEST
+
 /* Layer tags: every compute event of a block's ops carries its layer. */
 START_TEST(test_layer_tags)
 {
@@ -601,6 +671,7 @@ Suite *models_suite(void)
     tcase_add_test(tc, test_grad_transformer_tied);
     tcase_add_test(tc, test_grad_moe);
     tcase_add_test(tc, test_hooks);
+    tcase_add_test(tc, test_hooks_ready_order);
     tcase_add_test(tc, test_layer_tags);
     tcase_add_test(tc, test_replaced_pointers_and_accumulation);
     tcase_add_test(tc, test_moe_routing);

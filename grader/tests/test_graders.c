@@ -1,10 +1,13 @@
 /* test_graders.c — every lab's grader graded: the reference solution scores full marks (and
  * writes valid Gradescope JSON) in under a minute, the untouched skeleton scores 0 without a
- * crash or a hang in under a minute, the solution copied over the skeleton scores full marks,
- * and each bug planted in a copy of the solution (grader/tests/bugs/NN_name/NAME.sed) loses
- * the points of the tests meant to catch it. The graders are the binaries the Makefile built
- * under $RINGLAB_BUILD (build/ or build/asan/). A new lab adds one row to `lab_cases` below. */
+ * crash or a hang in under a minute, the solution copied over the skeleton scores full marks;
+ * each bug planted in a copy of the solution (grader/tests/bugs/NN_name/NAME.sed) fails the
+ * tests its header names, and each correct variant (grader/tests/variants/NN_name/NAME.sed)
+ * scores full marks, on every one of the pinned seeds. The graders are the binaries the
+ * Makefile built under $RINGLAB_BUILD (build/ or build/asan/). A new lab adds one row to
+ * `lab_cases` below; a new bug or variant is one sed file. */
 #include <check.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,64 +87,96 @@ static int test_failed(const grade_out *g, const char *num, const char *title)
     return f && (!eol || f < eol);
 }
 
-/* A bug planted in a copy of a solution, and the tests that must catch it (each must FAIL). */
-typedef struct planted_bug {
-    const char *bug, *step;
-    const char *must_fail[3];
-} planted_bug;
-
+/* A lab the suite grades: where it lives and what its untouched skeleton says first. */
 typedef struct lab_case {
     const char *num, *dir;     /* "28", "28_ddp" */
     const char *tcase;         /* "lab28": CK_RUN_CASE=lab28 runs one lab */
     const char *todo_message;  /* what the untouched skeleton says first */
-    const planted_bug *bugs;
-    int nbugs;
 } lab_case;
 
-static const planted_bug bugs28[] = {
-    { "forget_average", "28.3", { "gradients = one-rank global-batch gradients", NULL } },
-    { "reverse_bucket_order", "28.2", { "reverse registration order", "the lab's MLP", NULL } },
-    { "serialize_after_backward", "28.3",
-      { "first bucket's all-reduce starts before backward ends", "exposed comm below the bound", NULL } },
-    { "through_rank0", "28.1", { "bytes sent = 2(n-1)/n x S", NULL } },
-};
-
-static const planted_bug bugs29[] = {
-    { "skip_param_all_gather", "29.2", { "parameters after 3 steps = DDP+AdamW baseline", NULL } },
-    { "full_grad_buffer", "29.3", { "gradient memory 2psi/N + buckets, no full buffer", NULL } },
-    { "keep_gathered_params", "29.4", { "memory: shard + two units, all freed after the step", NULL } },
-    { "prefetch_wrong_unit", "29.4", { "prefetch hides comm (exposed comm drops)", NULL } },
-};
-
-static const planted_bug bugs30[] = {
-    { "forget_f_backward_all_reduce", "30.1",
-      { "backward: dx and gradient shards = dense", "one all-reduce forward, one backward", NULL } },
-    { "sp_all_reduce_not_reduce_scatter", "30.3", { "same comm volume as TP alone", NULL } },
-    { "1f1b_wrong_warmup", "30.4", { "schedules validate (dependencies, no deadlock)", "gradients = unpipelined model", NULL } },
-    { "lse_merge_no_rescale", "30.5", { "log-sum-exp merge", "ring attention = full attention", NULL } },
-};
-
-static const planted_bug bugs31[] = {
-    { "dp_innermost", "31.1", { "3D layouts = mesh.h (coords, groups, nodes)", NULL } },
-    { "zero1_gather_wrong_group", "31.2", { "dp2 x pp2 x tp2 = one-rank run after 3 steps", NULL } },
-    { "no_capacity", "31.3", { "dropped tokens follow the capacity rule", NULL } },
-    { "blame_waiting_rank", "31.4", { "hidden hang scenarios: culprit rank and seq", NULL } },
-    { "few_microbatches_unflagged", "31.5", { "warnings: TP across nodes, m < 4p, out of memory", NULL } },
-};
-
-#define NBUGS(b) ((int)(sizeof b / sizeof b[0]))
 static const lab_case lab_cases[] = {
-    { "28", "28_ddp", "lab28", "step 28.1 (ring all-reduce) is not implemented yet — see labs/28_ddp/README.md", bugs28,
-      NBUGS(bugs28) },
-    { "29", "29_zero_fsdp", "lab29", "step 29.1 (memory model) is not implemented yet — see labs/29_zero_fsdp/README.md",
-      bugs29, NBUGS(bugs29) },
+    { "28", "28_ddp", "lab28", "step 28.1 (ring all-reduce) is not implemented yet — see labs/28_ddp/README.md" },
+    { "29", "29_zero_fsdp", "lab29", "step 29.1 (memory model) is not implemented yet — see labs/29_zero_fsdp/README.md" },
     { "30", "30_tp_pp_sp_cp", "lab30",
-      "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md", bugs30,
-      NBUGS(bugs30) },
-    { "31", "31_3d_moe_debug", "lab31", "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md",
-      bugs31, NBUGS(bugs31) },
+      "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md" },
+    { "31", "31_3d_moe_debug", "lab31", "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md" },
 };
 #define NLABS ((int)(sizeof lab_cases / sizeof lab_cases[0]))
+
+/* The seeds every planted bug and correct variant is graded with (make test pins them; a
+ * grading run of the learner draws a fresh one). */
+static const char *const pinned_seeds[] = { "1001", "2002", "3003" };
+#define NSEEDS ((int)(sizeof pinned_seeds / sizeof pinned_seeds[0]))
+
+/* A patched copy of a solution: a planted bug (grader/tests/bugs/NN_name/NAME.sed, the
+ * tests in `caught-by` must FAIL) or a correct variant (grader/tests/variants/..., full
+ * marks). Its sed script's header says which steps to grade and what must catch it:
+ *   # step: 28.3 [28.4 ...]            (or "all")
+ *   # caught-by: <test title>          (planted bugs; one line per test, at least one) */
+typedef struct patched {
+    int lab, bug;              /* index in lab_cases; 1 planted bug, 0 correct variant */
+    char name[64];
+    char steps[96];
+    char caught_by[8][160];
+    int ncaught;
+} patched;
+
+#define MAX_PATCHED 256
+static patched patched_list[MAX_PATCHED];
+static int npatched;
+
+static char *trim_ws(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        *--e = 0;
+    return s;
+}
+
+/* Reads the header of one sed script into p; a bad header is reported by the test itself. */
+static void read_patched(const char *path, patched *p)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f) && line[0] == '#') {
+        char *l = trim_ws(line + 1);
+        if (!strncmp(l, "step:", 5))
+            snprintf(p->steps, sizeof p->steps, "%s", trim_ws(l + 5));
+        else if (!strncmp(l, "caught-by:", 10) && p->ncaught < 8)
+            snprintf(p->caught_by[p->ncaught++], sizeof p->caught_by[0], "%s", trim_ws(l + 10));
+    }
+    if (f)
+        fclose(f);
+}
+
+/* Finds every planted bug and correct variant of every lab, in name order. */
+static void scan_patched(void)
+{
+    npatched = 0;
+    for (int bug = 1; bug >= 0; bug--)
+        for (int li = 0; li < NLABS; li++) {
+            char dir[256];
+            snprintf(dir, sizeof dir, "grader/tests/%s/%s", bug ? "bugs" : "variants", lab_cases[li].dir);
+            struct dirent **ents = NULL;
+            int n = scandir(dir, &ents, NULL, alphasort);
+            for (int k = 0; k < n; k++) {
+                size_t len = strlen(ents[k]->d_name);
+                if (len > 4 && !strcmp(ents[k]->d_name + len - 4, ".sed") && npatched < MAX_PATCHED) {
+                    patched *p = &patched_list[npatched++];
+                    memset(p, 0, sizeof *p);
+                    p->lab = li, p->bug = bug;
+                    snprintf(p->name, sizeof p->name, "%.*s", (int)(len - 4), ents[k]->d_name);
+                    char path[600];
+                    snprintf(path, sizeof path, "%s/%s", dir, ents[k]->d_name);
+                    read_patched(path, p);
+                }
+                free(ents[k]);
+            }
+            free(ents);
+        }
+}
 
 /* Runs the grader of one build variant of a lab ("labs/28_ddp", "solutions/...", "variants/..."). */
 static void run_variant(const char *variant, const char *answers, const char *extra, grade_out *g)
@@ -230,43 +265,90 @@ START_TEST(test_copy_full_marks)
 }
 END_TEST
 
-/* _i numbers every (lab, bug) pair: lab 0's bugs first, then lab 1's ... */
-START_TEST(test_planted_bugs_caught)
+/* The --step arguments of a patched copy's header ("28.3 28.4" → "--step 28.3 --step 28.4"). */
+static void step_args(const patched *p, char *out, size_t size)
 {
-    int i = _i, li = 0;
-    while (i >= lab_cases[li].nbugs)
-        i -= lab_cases[li++].nbugs;
-    const lab_case *l = &lab_cases[li];
-    const planted_bug *b = &l->bugs[i];
-    char variant[128], answers[128], extra[64];
-    snprintf(variant, sizeof variant, "variants/%s/bug_%s", l->dir, b->bug);
+    out[0] = 0;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s", p->steps);
+    for (char *tok = strtok(buf, " ,"); tok; tok = strtok(NULL, " ,")) {
+        size_t k = strlen(out);
+        snprintf(out + k, size - k, " --step %s", tok);
+    }
+}
+
+/* _i numbers the patched copies of every lab: each is graded once per pinned seed. */
+START_TEST(test_patched_variant)
+{
+    const patched *p = &patched_list[_i];
+    const lab_case *l = &lab_cases[p->lab];
+    const char *kind = p->bug ? "planted bug" : "correct variant";
+    ck_assert_msg(p->steps[0], "%s %s (grader/tests/%s/%s/%s.sed): its header needs a '# step: N.M' line", kind,
+                  p->name, p->bug ? "bugs" : "variants", l->dir, p->name);
+    ck_assert_msg(!p->bug || p->ncaught > 0, "planted bug %s: its header needs at least one '# caught-by: <test "
+                  "title>' line (the tests meant to catch it)", p->name);
+    char variant[160], answers[128], extra[400], steps[200];
+    snprintf(variant, sizeof variant, "variants/%s/%s_%s", l->dir, p->bug ? "bug" : "ok", p->name);
     snprintf(answers, sizeof answers, "solutions/%s/answers.txt", l->dir);
-    snprintf(extra, sizeof extra, "--step %s", b->step);
-    grade_out g;
-    run_variant(variant, answers, extra, &g);
-    ck_assert_msg(g.max > 0 && !strstr(g.text, "crashed:"), "bug %s: the grader did not finish cleanly:\n%s", b->bug,
-                  g.text);
-    for (int k = 0; k < 3 && b->must_fail[k]; k++)
-        ck_assert_msg(test_failed(&g, l->num, b->must_fail[k]), "bug %s was not caught by '%s':\n%s", b->bug,
-                      b->must_fail[k], g.text);
-    ck_assert_msg(g.status != 0 && g.score < g.max, "bug %s: exit %d, score %d/%d", b->bug, g.status, g.score, g.max);
-    free(g.text);
+    step_args(p, steps, sizeof steps);
+    if (!strcmp(p->steps, "all"))
+        steps[0] = 0;
+    for (int k = 0; k < NSEEDS; k++) {
+        snprintf(extra, sizeof extra, "--seed %s%s", pinned_seeds[k], steps);
+        grade_out g;
+        run_variant(variant, answers, extra, &g);
+        ck_assert_msg(g.max > 0 && !strstr(g.text, "timed out") && !strstr(g.text, "did not run"),
+                      "%s %s, seed %s: the grader did not finish cleanly:\n%s", kind, p->name, pinned_seeds[k], g.text);
+        if (p->bug) {
+            for (int c = 0; c < p->ncaught; c++) {
+                ck_assert_msg(test_line(&g, l->num, p->caught_by[c]), "planted bug %s: no test titled '%s' in "
+                              "steps %s:\n%s", p->name, p->caught_by[c], p->steps, g.text);
+                ck_assert_msg(test_failed(&g, l->num, p->caught_by[c]), "planted bug %s, seed %s: not caught by '%s':"
+                              "\n%s", p->name, pinned_seeds[k], p->caught_by[c], g.text);
+            }
+            ck_assert_msg(g.status == 1 && g.score < g.max, "planted bug %s, seed %s: exit %d, score %d/%d", p->name,
+                          pinned_seeds[k], g.status, g.score, g.max);
+            ck_assert_msg(!strstr(g.text, "crashed:"), "planted bug %s, seed %s: the grader crashed instead of "
+                          "failing the test with a message:\n%s", p->name, pinned_seeds[k], g.text);
+        } else {
+            ck_assert_msg(g.status == 0 && g.score == g.max, "correct variant %s, seed %s: must score full marks on "
+                          "steps %s (exit %d, score %d/%d):\n%s", p->name, pinned_seeds[k], p->steps, g.status,
+                          g.score, g.max, g.text);
+        }
+        free(g.text);
+    }
 }
 END_TEST
+
+/* The lab's patched copies in patched_list: [*first, *end). */
+static void lab_patched(int li, int *first, int *end)
+{
+    *first = *end = -1;
+    for (int i = 0; i < npatched; i++)
+        if (patched_list[i].lab == li) {
+            if (*first < 0)
+                *first = i;
+            *end = i + 1;
+        }
+}
 
 Suite *graders_suite(void)
 {
     Suite *s = suite_create("graders");
     double slow = rl_test_quick() ? 8.0 : 1.0; /* sanitizer builds run several times slower */
-    int first_bug = 0;
+    scan_patched();
     for (int i = 0; i < NLABS; i++) {
         TCase *tc = tcase_create(lab_cases[i].tcase);
         tcase_set_timeout(tc, 240 * slow);
         tcase_add_loop_test(tc, test_solution_full_marks, i, i + 1);
         tcase_add_loop_test(tc, test_skeleton_scores_zero, i, i + 1);
         tcase_add_loop_test(tc, test_copy_full_marks, i, i + 1);
-        tcase_add_loop_test(tc, test_planted_bugs_caught, first_bug, first_bug + lab_cases[i].nbugs);
-        first_bug += lab_cases[i].nbugs;
+        int first, end;
+        lab_patched(i, &first, &end);
+        /* planted bugs and correct variants: in the normal build only (the sanitizer run has
+         * not built them, and they are about the graders, not the runtime) */
+        if (first >= 0 && !rl_test_quick())
+            tcase_add_loop_test(tc, test_patched_variant, first, end);
         suite_add_tcase(s, tc);
     }
     return s;

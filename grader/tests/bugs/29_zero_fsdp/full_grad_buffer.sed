@@ -1,4 +1,5 @@
 # Planted bug: ZeRO-2 keeps every unit's gradient bucket until the end of backward (a full
 # gradient buffer, 2Ψ bytes) instead of freeing each once its reduce-scatter is done.
-# Caught by 29.3 "gradient memory 2psi/N + buckets, no full buffer".
+# step: 29.3
+# caught-by: gradient memory 2psi/N + buckets, no full buffer
 s|int rc = e->last_reduced >= 0 ? release_bucket(e, e->last_reduced) : 0;|int rc = 0;|

@@ -1,4 +1,5 @@
 # Planted bug: after the sharded AdamW step nobody all-gathers the updated pieces, so every
 # rank trains on stale copies of the parameters it does not own.
-# Caught by 29.2 "parameters after 3 steps = DDP+AdamW baseline" and its traffic test.
+# step: 29.2
+# caught-by: parameters after 3 steps = DDP+AdamW baseline
 s|rc = rl_all_gather(e->shard_comm, mine, all, 0) ? 0 : RL_ERR_ARG;|rc = 0;|

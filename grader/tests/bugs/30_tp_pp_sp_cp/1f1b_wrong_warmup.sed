@@ -1,5 +1,7 @@
 # Planted bug: 1F1B with the wrong warm-up (r forwards on stage r instead of p-r-1): stage 0
 # waits for B0's gradient while stage 1 waits for F1's activation — a deadlock, caught by
 # rl_pp_validate before anything runs (no hang).
-# Caught by 30.4 "schedules validate (dependencies, no deadlock)" and "gradients = unpipelined model".
+# step: 30.4
+# caught-by: schedules validate (dependencies, no deadlock)
+# caught-by: gradients = unpipelined model
 s|            int warm = p - r - 1 < m ? p - r - 1 : m;|            int warm = r < m ? r : m;|

@@ -1,4 +1,6 @@
 # Planted bug: the column-parallel layer's f operator skips its all-reduce in backward: each
 # rank's dx covers only its 4h/t columns of A.
-# Caught by 30.1 "backward: dx and gradient shards = dense" and "one all-reduce forward, one backward".
+# step: 30.1
+# caught-by: backward: dx and gradient shards = dense
+# caught-by: one all-reduce forward, one backward
 s|        rc = rl_all_reduce(m->tp, dx, dx, RL_SUM, 0) ? 0 : RL_ERR_ARG;|        rc = 0;|
