@@ -22,6 +22,7 @@ int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d)
     r->count += d->sig_delta; /* the count this rank claimed (the mismatch fault changes it) */
     r->dtype = d->dtype;
     r->peer = d->root;
+    r->peer_world = d->root >= 0 && d->root < d->comm->g->n ? d->comm->g->granks[d->root] : -1;
     snprintf(r->comm, sizeof r->comm, "%s", d->comm->g->name);
     r->comm_size = d->comm->g->n;
     r->state = RL_FR_ENQUEUED;
@@ -123,12 +124,17 @@ static void verdict(rl_world *w, rl_flight_rec (*recs)[RL_FLIGHT_N], const int *
             for (int i = 0; i < nrec[r]; i++) {
                 const rl_flight_rec *f = &recs[r][i];
                 if (f->state != RL_FR_COMPLETED && f->seq < 0) {
+                    char where[80]; /* the peer's rank in the communicator, when it is not its world rank */
+                    if (f->peer_world != f->peer)
+                        snprintf(where, sizeof where, "rank %d of %s, p2p #%lld", f->peer, f->comm,
+                                 (long long)f->p2p_seq);
+                    else
+                        snprintf(where, sizeof where, "p2p #%lld on %s", (long long)f->p2p_seq, f->comm);
                     snprintf(out, (size_t)len,
-                             "rank %d is blocked in %s %s rank %d (p2p #%lld on %s): the peer never posted the "
-                             "matching %s — ungrouped send/recv in a ring deadlock; wrap each step in "
-                             "rl_group_start/rl_group_end",
-                             r, rl_coll_name(f->kind), f->kind == RL_COLL_SEND ? "to" : "from", f->peer,
-                             (long long)f->p2p_seq, f->comm, f->kind == RL_COLL_SEND ? "recv" : "send");
+                             "rank %d is blocked in %s %s rank %d (%s): the peer never posted the matching %s — "
+                             "ungrouped send/recv in a ring deadlock; wrap each step in rl_group_start/rl_group_end",
+                             r, rl_coll_name(f->kind), f->kind == RL_COLL_SEND ? "to" : "from", f->peer_world, where,
+                             f->kind == RL_COLL_SEND ? "recv" : "send");
                     return;
                 }
             }

@@ -31,6 +31,7 @@ typedef struct rl_flight_rec {
     int64_t count;        /* elements */
     rl_dtype dtype;
     int peer;             /* root for rooted collectives, peer for send/recv, -1 otherwise */
+    int peer_world;       /* that rank's world rank, -1 when peer is */
     char comm[24];
     int comm_size;
     int state;
