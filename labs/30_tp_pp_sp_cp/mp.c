@@ -159,13 +159,13 @@ rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *er
 {
     /* TODO(30.4): s = rl_pp_schedule_empty(p, m, v, 0, err, errlen); s->kind = kind; then for each
      * stage r append its ops (rl_pp_schedule_append(s, r, 'F' or 'B', mb, chunk)):
-     *  - gpipe: F0..F(m−1), B0..B(m−1) (v = 1);
+     *  - gpipe: F0..F(m−1), B0..B(m−1) (v = 1; refuse another v, as for 1f1b);
      *  - 1f1b: warm-up w = min(p−r−1, m) forwards, then (F(w+i), B(i)) for i < m−w, then the rest of B;
      *  - interleaved (2 <= v <= MP_MAX_CHUNKS, m % p == 0): total = m·v virtual micro-batches,
      *    warm-up min((p−r−1)·2 + (v−1)·p, total); the k-th forward is chunk (k mod pv)/p of
      *    micro-batch (k / pv)·p + k mod p; the k-th backward the same micro-batch with chunk
-     *    v−1−(k mod pv)/p; warm-up forwards, then one F one B, then the remaining B.
-     * Refuse bad arguments (NULL, message in err). */
+     *    v−1−(k mod pv)/p; warm-up forwards, then one F one B, then the remaining B (p >= 2);
+     * Refuse bad arguments (NULL, message in err; mp.h lists them). */
     (void)kind, (void)p, (void)m, (void)v;
     snprintf(err, errlen, "step 30.4 (pipeline schedules) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
     return NULL;
@@ -178,8 +178,9 @@ int pp_execute(pp_stage *st, const rl_pp_schedule *s)
      *  - rl_pp_op_peers(s, rank, op, &from, &to);
      *  - ONE group (rl_group_start/end) with: the pending send of the previous op's output (if
      *    any), the receive of this op's input (from >= 0: 'F' on act_comm, 'B' on grad_comm), and
-     *    — interleaved only (s->v > 1) — the receive of op i+1's input when op i+1 is of the
-     *    other kind (remember it arrived, so op i+1 does not receive again);
+     *    — interleaved only (s->v > 1), on a stage whose list mixes F and B — the receive of op
+     *    i+1's input when op i+1 is of the other kind (remember it arrived, so op i+1 does not
+     *    receive again; a stage with all its F before its first B must not: see mp.h);
      *  - pp_stage_forward(st, mb, chunk, from >= 0 ? in : NULL, to >= 0 ? out : NULL) (or
      *    pp_stage_backward); if to >= 0 the output becomes the pending send;
      *  - after the loop send what is still pending. An unpaired blocking send waits for a

@@ -46,12 +46,15 @@ typedef struct tp_mlp {
 /* Fills m's shards of the whole (dense) weights: w1_full [h, f], b1_full [f], w2_full [f, h],
  * b2_full [h] (every rank passes the same). Sets ctx, tp, t, rank, h, f, sequence_parallel,
  * allocates the parameters and zeroed gradients with the shapes and dim names above.
- * RL_ERR_ARG with a message when f is not divisible by t or the shapes disagree. */
+ * RL_ERR_ARG with a message naming f and t when f is not divisible by t; RL_ERR_ARG with a
+ * message when the shapes disagree. */
 int tp_mlp_init(tp_mlp *m, rl_comm *tp, const rl_tensor *w1_full, const rl_tensor *b1_full,
                 const rl_tensor *w2_full, const rl_tensor *b2_full, int sequence_parallel);
-/* TP forward: x [b, s, h] (replicated on every rank) → y [b, s, h] (replicated): f = identity,
- * column-parallel linear + bias + GeLU, row-parallel linear, g = ONE all-reduce, + c.
- * Under sequence_parallel it calls sp_mlp_forward. Saves what the backward needs. */
+/* TP forward: x [b, s, h] (replicated on every rank) → y [b, s, h] (replicated, overwritten):
+ * f = identity, column-parallel linear + bias + GeLU, row-parallel linear, g = ONE all-reduce,
+ * + c (added once: after g, or by one rank before it). With t = 1 the all-reduce is a copy
+ * (calling it or not is fine). Under sequence_parallel it calls sp_mlp_forward. Saves what
+ * the backward needs (x_in, hpre, hact). */
 int tp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y);
 /* TP backward: dy [b, s, h] (replicated) → dx [b, s, h] (overwritten; replicated after f's
  * ONE all-reduce); accumulates dw1, db1, dw2, db2. Under sequence_parallel: sp_mlp_backward. */
@@ -113,9 +116,12 @@ void tp_block_free(tp_block *blk);
 
 /* Builds the per-stage op lists of a schedule (rl_pp_schedule_empty + rl_pp_schedule_append):
  *  RL_PP_GPIPE        every stage: F0 .. F(m−1), then B0 .. B(m−1)
- *  RL_PP_1F1B         stage r: p−r−1 warm-up forwards, then one F one B, then the rest of B
+ *  RL_PP_1F1B         stage r: min(p−r−1, m) warm-up forwards, then one F one B, then the rest of B
  *  RL_PP_INTERLEAVED  v >= 2 chunks per stage, m a multiple of p (Megatron's order)
- * NULL with a message in err for bad arguments (p, m >= 1; v only for interleaved). */
+ * Any m >= 1 (also m < p) for GPipe and 1F1B. NULL with a message in err for bad arguments:
+ * p < 1, m < 1 or m > MP_MAX_MB; v != 1 for GPipe and 1F1B (one chunk per stage); interleaved
+ * with p < 2 (one stage has nothing to interleave), v outside 2..MP_MAX_CHUNKS or m not a
+ * multiple of p. */
 rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *err, size_t errlen);
 
 /* One pipeline stage (rank `rank` of p): v chunks, chunk c = virtual stage c·p + rank of the
@@ -146,7 +152,9 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
  * and send its output on. A send completes only when the peer posts the matching receive,
  * so pair each pending send with the next receive in ONE rl_group_start/rl_group_end
  * (Megatron's send_forward_recv_backward ...); interleaved schedules (s->v > 1) also post
- * the next op's receive when it is of the other kind (F vs B). */
+ * the next op's receive when it is of the other kind (F vs B), on a stage whose list mixes F
+ * and B (a stage that runs all its F before its first B — m = p — has no steady phase: its
+ * first B's gradient needs its last F's output first, so it is received with that B). */
 int pp_execute(pp_stage *st, const rl_pp_schedule *s);
 
 /* Builds a stage (given): weights W_vs from the seed (pp_weight_init), zero gradients, the
@@ -162,17 +170,24 @@ void pp_target(rl_tensor *y, int mb, uint64_t seed);
 
 /* This rank's positions of a sequence of `seq` split over cp ranks: contiguous (rank r holds
  * r·seq/cp ..) or zig-zag (chunks r and 2cp−r−1 of 2cp, rl_cp_zigzag_chunks). Fills pos
- * [seq/cp] in local order. RL_ERR_ARG unless seq is divisible by cp (zig-zag: by 2cp). */
+ * [seq/cp] in local order: pos[i] is the global position of local row i — contiguous
+ * r·seq/cp + i; zig-zag chunk r's positions ascending, then chunk 2cp−r−1's (as
+ * rl_cp_zigzag_positions). RL_ERR_ARG with a message in err unless seq is divisible by cp
+ * (zig-zag: by 2cp), cp >= 1 and 0 <= rank < cp. */
 int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *err, size_t errlen);
 /* The log-sum-exp merge: (out, lse) ← (out, lse) ⊕ (out_b, lse_b), out [b, sq, nh·hd], lse
  * [b, nh, sq] (layouts of attn_blocks.h): lse' = lse + log(1 + exp(lse_b − lse)),
- * out' = exp(lse − lse')·out + exp(lse_b − lse')·out_b; a −∞ row merges as "nothing". */
+ * out' = exp(lse − lse')·out + exp(lse_b − lse')·out_b, exact for any finite lse (also in the
+ * hundreds); a −∞ row merges as "nothing" (lse_b = −∞ leaves the row, lse = −∞ takes out_b's,
+ * both −∞ stays empty). Rows and heads in any order. */
 int cp_lse_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                  int n_heads);
 /* Ring attention on rank r of cp: q, k, v [b, s/cp, nh·hd] at positions pos (cp_positions,
- * same split on every rank: zigzag or not). out [b, s/cp, nh·hd] = causal attention of this
- * rank's queries against the WHOLE sequence: cp−1 ring steps pass K/V blocks to r+1 and
- * receive from r−1 (grouped), each block's partial result merged with cp_lse_merge.
+ * same split on every rank: zigzag or not). out [b, s/cp, nh·hd] (overwritten) = causal
+ * attention of this rank's queries against the WHOLE sequence: cp−1 ring steps pass K/V
+ * blocks to r+1 and receive from r−1 (grouped; the other direction on every rank is fine
+ * too, and so is overlapping a step's transfer with the block before it), never a
+ * collective; each block's partial result merged with cp_lse_merge.
  * *work (may be NULL) += unmasked score entries this rank computed (rl_cp_causal_work). */
 int cp_ring_attention(rl_comm *cp, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v, int n_heads,
                       int zigzag, const int64_t *pos, rl_tensor *out, int64_t *work);
@@ -189,6 +204,8 @@ typedef struct mp_config {
     int64_t pp_rows;
     double t_f, t_b;            /* pipeline stage forward / backward time, s (uniform) */
     rl_pp_kind schedule;        /* the schedule the driver shows (default 1F1B) */
+    const rl_pp_schedule *pp_sched; /* NULL: mp_run builds the schedule with pp_build_schedule; else it runs
+                                       this one (the grader's executor tests) */
     uint64_t seed;
 } mp_config;
 
@@ -201,7 +218,9 @@ enum { MP_PART_TP = 1, MP_PART_ATTN = 2, MP_PART_SP = 4, MP_PART_PP = 8, MP_PART
  * relative differences over every rank; rank 0's counters unless noted). */
 typedef struct mp_stats {
     int rc[5];                                    /* status per part (TP, ATTN, SP, PP, CP); 0 ok */
-    char err[5][400];                             /* the first rank's message per part */
+    int run_rc[5];                                /* rl_launch's status per part (RL_ERR_HANG: the watchdog
+                                                     ended a deadlock) */
+    char err[5][1400];                            /* the first rank's message per part */
     /* 30.1 */
     double mlp_y_err, mlp_dx_err, mlp_dw_err;     /* y, dx, the gradient shards (dw1, db1, dw2, db2) */
     int64_t ar_fwd, ar_bwd, other_fwd, other_bwd; /* all-reduces / other collectives issued, max over ranks */

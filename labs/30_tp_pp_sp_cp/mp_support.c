@@ -331,10 +331,10 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
 
 /* The unpipelined model on one rank: every micro-batch through all V layers, backward,
  * gradients accumulated; dw receives V·h·h floats (virtual stage order). */
-static int pp_reference(const mp_config *cfg, float *dw, double *loss)
+static int pp_reference(const mp_config *cfg, int v, float *dw, double *loss)
 {
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
-    int V = cfg->p * (cfg->schedule == RL_PP_INTERLEAVED ? cfg->v : 1), m = cfg->m;
+    int V = cfg->p * v, m = cfg->m;
     int64_t rows = cfg->pp_rows, h = cfg->h;
     rl_tensor **w = calloc((size_t)V, sizeof *w), **g = calloc((size_t)V, sizeof *g);
     rl_tensor **xs = calloc((size_t)V + 1, sizeof *xs), **pres = calloc((size_t)V, sizeof *pres);
@@ -860,11 +860,12 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
         int lr;
         if (part == 3) {
             char err[256];
-            int v = cfg->schedule == RL_PP_INTERLEAVED ? cfg->v : 1;
+            int v = cfg->pp_sched ? cfg->pp_sched->v : cfg->schedule == RL_PP_INTERLEAVED ? cfg->v : 1;
             o.ranks = cfg->p;
             o.trace_path = cfg->opts.trace_path;
             rl_clear_error(NULL);
-            rc.sched = pp_build_schedule(cfg->schedule, cfg->p, cfg->m, v, err, sizeof err);
+            rc.sched = cfg->pp_sched ? (rl_pp_schedule *)cfg->pp_sched
+                                     : pp_build_schedule(cfg->schedule, cfg->p, cfg->m, v, err, sizeof err);
             if (!rc.sched) {
                 st->rc[3] = strstr(err, "not implemented") ? RL_ERR_NOT_IMPLEMENTED : RL_ERR_ARG;
                 snprintf(st->err[3], sizeof st->err[3], "pp_build_schedule: %s", err);
@@ -877,7 +878,8 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
                 st->rc[3] = RL_ERR_ARG;
                 snprintf(st->err[3], sizeof st->err[3], "rl_pp_validate refuses your %s schedule: %s",
                          rl_pp_kind_name(cfg->schedule), err);
-                rl_pp_schedule_free(rc.sched);
+                if (!cfg->pp_sched)
+                    rl_pp_schedule_free(rc.sched);
                 first = first ? first : st->rc[3];
                 continue;
             }
@@ -892,7 +894,7 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
             }
             if (!lr && !st->rc[3]) {
                 float *ref = calloc((size_t)V * cfg->h * cfg->h, sizeof(float));
-                if (ref && !pp_reference(cfg, ref, &st->pp_ref_loss)) {
+                if (ref && !pp_reference(cfg, v, ref, &st->pp_ref_loss)) {
                     double worst = 0;
                     for (int64_t i = 0; i < (int64_t)V * cfg->h * cfg->h; i++) {
                         double d = fabs(rc.pp_dw[i] - ref[i]) / fmax(fabs(ref[i]), 1e-3);
@@ -910,11 +912,13 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
             }
             free(rc.pp_dw);
             rc.pp_dw = NULL;
-            rl_pp_schedule_free(rc.sched);
+            if (!cfg->pp_sched)
+                rl_pp_schedule_free(rc.sched);
             rc.sched = NULL;
         } else {
             lr = rl_launch(&o, part_rank, &rc, NULL);
         }
+        st->run_rc[part] = lr;
         if (lr && !st->rc[part]) {
             st->rc[part] = lr;
             snprintf(st->err[part], sizeof st->err[part], "the run failed: %s%s", rl_status_name(lr),

@@ -295,13 +295,17 @@ rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *er
         return NULL;
     }
     if (kind == RL_PP_INTERLEAVED) {
-        if (v < 2 || v > MP_MAX_CHUNKS || m % p) {
-            snprintf(err, errlen, "pp_build_schedule: interleaved 1F1B needs 2 <= v <= %d and m a multiple of p "
-                     "(got v = %d, m = %d, p = %d)", MP_MAX_CHUNKS, v, m, p);
+        if (p < 2 || v < 2 || v > MP_MAX_CHUNKS || m % p) {
+            snprintf(err, errlen, "pp_build_schedule: interleaved 1F1B needs p >= 2 stages, 2 <= v <= %d and m a "
+                     "multiple of p (got p = %d, v = %d, m = %d)", MP_MAX_CHUNKS, p, v, m);
             return NULL;
         }
     } else if (kind == RL_PP_GPIPE || kind == RL_PP_1F1B) {
-        v = 1;
+        if (v != 1) {
+            snprintf(err, errlen, "pp_build_schedule: %s has one chunk per stage, v = 1 (got v = %d; interleaved 1F1B "
+                     "takes v >= 2)", rl_pp_kind_name(kind), v);
+            return NULL;
+        }
     } else {
         snprintf(err, errlen, "pp_build_schedule: this lab builds gpipe, 1f1b and interleaved (got %s)",
                  rl_pp_kind_name(kind));
@@ -368,6 +372,13 @@ int pp_execute(pp_stage *st, const rl_pp_schedule *s)
                           rl_tensor_new(ctx, "p2p_in_grad", RL_F32, RL_MEM_COMM, 2, shape, "b,h") };
     int rc = out && inb[0] && inb[1] ? 0 : RL_ERR_NOMEM;
     int pend_peer = -1, have[2] = { -1, -1 }; /* have[kind]: op index whose input already sits in inb[kind] */
+    /* a stage that runs all its F before its first B (m = p) has no steady phase: its first B's
+     * gradient comes only after its last F's output has left, so it must not be received early */
+    int mixed = 0, seen_b = 0;
+    for (int i = 0; i < n; i++) {
+        seen_b |= s->ops[r][i].kind == 'B';
+        mixed |= seen_b && s->ops[r][i].kind == 'F';
+    }
     rl_comm *pend_comm = NULL;
     for (int i = 0; i < n && !rc; i++) {
         const rl_pp_op *o = &s->ops[r][i];
@@ -375,9 +386,10 @@ int pp_execute(pp_stage *st, const rl_pp_schedule *s)
         rl_pp_op_peers(s, r, o, &from, &to);
         rl_comm *c = kb ? st->grad_comm : st->act_comm;
         int need = from >= 0 && have[kb] != i;
-        /* interleaved: also receive the next op's input now when it is of the other kind */
+        /* interleaved, on a stage that mixes F and B: also receive the next op's input now when it is
+         * of the other kind (Megatron's send_forward_backward_recv_forward_backward) */
         int la = -1, la_from = -1, la_to;
-        if (s->v > 1 && i + 1 < n && s->ops[r][i + 1].kind != o->kind) {
+        if (s->v > 1 && mixed && i + 1 < n && s->ops[r][i + 1].kind != o->kind) {
             rl_pp_op_peers(s, r, &s->ops[r][i + 1], &la_from, &la_to);
             if (la_from >= 0)
                 la = i + 1;

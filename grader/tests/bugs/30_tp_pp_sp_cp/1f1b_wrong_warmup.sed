@@ -3,5 +3,5 @@
 # rl_pp_validate before anything runs (no hang).
 # step: 30.4
 # caught-by: schedules validate (dependencies, no deadlock)
-# caught-by: gradients = unpipelined model
+# caught-by: op lists in the handout's order
 s|            int warm = p - r - 1 < m ? p - r - 1 : m;|            int warm = r < m ? r : m;|
