@@ -46,7 +46,7 @@ int ddp_assign_buckets(rl_ctx *ctx, const ddp_param_desc *params, int nparams, i
 {
     /* TODO(28.2): fill plan (its arrays are allocated for nparams entries) as PyTorch's
      * Reducer buckets parameters:
-     *  - Walk the parameters in REVERSE registration order (nparams−1 down to 0): that is
+     *  - Walk the parameters in REVERSE registration order (nparams−1 down to 0): roughly
      *    the order backward makes their gradients ready.
      *  - Skip a tied duplicate (params[i].tied_to >= 0): its tensor is bucketed once, where
      *    its original (params[tied_to]) falls; give the duplicate the original's bucket_of
@@ -69,7 +69,8 @@ int ddp_grad_ready(rl_param *p, void *arg)
     ddp_reducer *r = arg;
     /* TODO(28.4): inside no_sync (r->require_sync == 0) backward only accumulates: return 0
      * before marking anything. */
-    /* TODO(28.3): backward calls this the moment p's gradient is final.
+    /* TODO(28.3): backward calls this the moment p's gradient is final, in the order
+     * backward makes gradients ready — not always reverse registration order.
      *  - Mark p (r->marked[p->index]; marking twice is an error) and count it off its
      *    bucket: r->pending[r->plan.bucket_of[p->index]]--.
      *  - Buckets launch in bucket order: while bucket r->next_bucket has pending == 0,

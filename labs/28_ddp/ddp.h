@@ -20,8 +20,10 @@
 
 /* buf ← Σ over every rank of comm of buf (in place, f32 or bf16), as a ring: n−1
  * reduce-scatter steps then n−1 all-gather steps, using rl_send / rl_recv only (each step's
- * send and recv grouped with rl_group_start/end). Any count, 0 included. Returns 0 or an
- * error code with a message (rl_last_error). */
+ * send and recv grouped with rl_group_start/end): every step sends one chunk (at most
+ * ⌈count/n⌉ elements) to one neighbour and receives one from the other — either direction
+ * round the ring, the same on every rank. Any count, 0 included. Returns 0 or an error code
+ * with a message (rl_last_error). */
 int ddp_ring_all_reduce(rl_comm *comm, rl_tensor *buf);
 
 /* ================================================================== 28.2 buckets */
@@ -32,7 +34,8 @@ typedef struct ddp_param_desc {
     int64_t numel;
     rl_dtype dtype;
     int tied_to;        /* -1, or the index of an earlier entry this one shares storage with
-                           (tied weights: one tensor registered twice); it is bucketed once */
+                           (tied weights: one tensor registered twice; that entry may itself be
+                           a duplicate: follow it to the original); it is bucketed once */
 } ddp_param_desc;
 
 /* One bucket: plan->order[first .. first+nparams−1] are its parameters, laid out one
@@ -56,11 +59,13 @@ typedef struct ddp_bucket_plan {
 } ddp_bucket_plan;
 
 /* Groups parameters into buckets as PyTorch's Reducer does: in REVERSE registration order
- * (the order backward produces gradients), never splitting a parameter; a bucket closes
+ * (PyTorch's approximation of the order backward makes gradients ready), never splitting a
+ * parameter; a bucket closes
  * as soon as its bytes reach its cap — first_cap_bytes for bucket 0, cap_bytes for every
  * later one — so it may overshoot by its last parameter; the last bucket takes what is
  * left. A tied duplicate is skipped (its original is bucketed once). All parameters must
- * share one dtype. ctx (may be NULL) receives error messages. Returns 0 or an error. */
+ * share one dtype. Refuses (RL_ERR_ARG, with a message) caps <= 0, negative numel, a bad
+ * tied_to and mixed dtypes. ctx (may be NULL) receives error messages. Returns 0 or an error. */
 int ddp_assign_buckets(rl_ctx *ctx, const ddp_param_desc *params, int nparams, int64_t first_cap_bytes,
                        int64_t cap_bytes, ddp_bucket_plan *plan);
 
@@ -101,11 +106,16 @@ void ddp_reducer_free(ddp_reducer *r);
 void ddp_reducer_reset(ddp_reducer *r);
 
 /* The grad-ready hook (28.3; no_sync in 28.4): backward calls it the moment p's gradient is
- * final, arg is the ddp_reducer. Mark p; when its bucket is complete, launch the all-reduce
- * of every complete bucket from next_bucket on, in bucket order, with RL_ASYNC. */
+ * final, arg is the ddp_reducer — in the order backward makes gradients ready, which is not
+ * always reverse registration order (branches, reused modules, tied weights; it may differ
+ * from rank to rank), so a bucket may be complete before an earlier one. Mark p (a second
+ * mark in one backward is an error); when its bucket is complete, launch the all-reduce of
+ * every complete bucket from next_bucket on, in bucket order, with RL_ASYNC. */
 int ddp_grad_ready(rl_param *p, void *arg);
 /* Before the optimizer step (28.3): wait for every bucket's all-reduce and average the
- * gradients (÷ world size); then ddp_reducer_reset. Returns 0 or an error. */
+ * gradients (÷ world size); then ddp_reducer_reset. Returns 0 or an error; a bucket that
+ * was never launched (a parameter got no gradient) is an error whose message names it
+ * ("bucket 2 never became ready ..."). */
 int ddp_finalize_backward(ddp_reducer *r);
 
 /* One DDP training step of this rank without the optimizer (28.4): zero the grads, run

@@ -1,7 +1,7 @@
 # Planted bug: the all-reduce gathers every rank's whole buffer on rank 0, sums there and
 # sends the result back — right sums, but rank 0 sends (n-1)·S bytes instead of 2(n-1)/n·S.
 # step: 28.1
-# caught-by: bytes sent = 2(n-1)/n x S, send/recv only
+# caught-by: ring pattern: one chunk per step to a neighbour, 2(n-1)/n x S bytes
 /^    if (n == 1 || count == 0)$/{
 n
 a\
