@@ -97,17 +97,26 @@ static void expect_none(int topic, const char *heading)
 }
 
 /* Records a status the learner's code returned (with its message); returns rc. An abort
- * that follows an earlier error is not repeated. */
+ * that follows an earlier error, and what another rank already reported in this case, are
+ * not repeated. */
 static int lerr(rl_ctx *ctx, int rc, const char *what)
 {
+    static sbuf last; /* case, call, status and message of the last one recorded */
     if (!rc)
         return 0;
     const char *m = ctx ? rl_last_error(ctx) : "";
+    sbuf key = { 0 };
+    sb_add(&key, "%s|%s|%d|%s", g_case, what, rc, m);
     pthread_mutex_lock(&g_mu);
-    int quiet = rc == RL_ERR_ABORTED && g_nprob[T_RUN] > 0;
-    if (!quiet)
+    int quiet = (rc == RL_ERR_ABORTED && g_nprob[T_RUN] > 0) || !strcmp(sb_str(&key), sb_str(&last));
+    if (!quiet) {
         rl_grade_note("rank %d: %s returned %d (%s): %s", ctx ? rl_rank(ctx) : 0, what, rc, rl_status_name(rc),
                       m[0] ? m : "(no message)");
+        free(last.s);
+        last = key;
+    } else {
+        free(key.s);
+    }
     pthread_mutex_unlock(&g_mu);
     if (!quiet)
         problem(T_RUN, "rank %d: %s returned %d (%s)%s%s", ctx ? rl_rank(ctx) : 0, what, rc, rl_status_name(rc),
@@ -601,8 +610,10 @@ static int tp_rank(rl_ctx *ctx, void *arg)
                                                        "whole)");
         }
     }
+    if (rc) /* the learner's code failed: a call of it may still be in flight — leave the tensors to the run */
+        return 0;
     tp_mlp_free(&m);
-    if (!rc) {
+    {
         sbuf left = { 0 };
         for (int k = 0; k < RL_MEM_NCAT; k++)
             if (k != RL_MEM_COMM && acc->current[k] != before[k])
@@ -931,6 +942,8 @@ static int attn_rank(rl_ctx *ctx, void *arg)
             problem(T_FWD, "rank %d: y differs from dense causal attention by %.3g (relative; y held 5.5 before the "
                     "call)", r, e);
     }
+    if (rc) /* a call of the learner's code may still be in flight: leave its tensors to the run */
+        return 0;
     tp_attn_free(&a);
     for (int i = 0; i < 4; i++)
         rl_tensor_free(W[i]);
@@ -1217,6 +1230,8 @@ static int sp_rank(rl_ctx *ctx, void *arg)
                 problem(T_BWD, "rank %d: db2 is missing or not [h]", r);
             }
         }
+        if (rc) /* a call of the learner's code may still be in flight: leave its tensors to the run */
+            return 0;
         tp_block_free(&blk);
         rl_tensor_free(x), rl_tensor_free(dy), rl_tensor_free(y), rl_tensor_free(dx);
     }
@@ -1543,30 +1558,30 @@ static void pp_run(const pp_case *c, const rl_pp_schedule *sched, uint64_t seed,
     mp_run(&cfg, MP_PART_PP, st, NULL);
 }
 
-/* The reason a pipeline run failed, with advice that matches its cause; "" when it did not. */
-static void pp_failure(const pp_case *c, const mp_stats *st, int executor, sbuf *out)
+/* The reason a pipeline run failed, with advice that matches its cause (nothing when it did not). */
+static void pp_failure(const pp_case *c, const mp_stats *st, sbuf *out)
 {
     char cb[96];
     if (!st->rc[3])
         return;
     sb_add(out, "\n  - %s: %s", pp_case_text(c, cb, sizeof cb), st->err[3]);
-    if (st->run_rc[3] == RL_ERR_HANG && executor) {
+    if (st->run_rc[3] == RL_ERR_HANG) {
         if (c->v > 1 && c->m == c->p)
-            sb_add(out, "\n    The runtime's schedule validates, so the order of your communication calls deadlocked. "
+            sb_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked. "
                    "With m = p a stage may run all its F before its first B (no steady phase): a look-ahead receive "
                    "of that first B's gradient posted with its last F's input waits for a gradient that needs this "
                    "F's output first (header: the look-ahead is for a stage that mixes F and B). (The watchdog's "
                    "'wrap each step in rl_group_start/rl_group_end' is its advice for an ungrouped ring; your calls "
                    "may already be grouped.)");
         else if (c->v > 1)
-            sb_add(out, "\n    The runtime's schedule validates, so the order of your communication calls deadlocked. "
+            sb_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked. "
                    "Grouping the pending send with this op's receive is not enough for an interleaved schedule: the "
                    "handout (30.4 Machine) says 'Interleaved schedules also post the next op's receive when it is of "
                    "the other kind' — without that look-ahead receive two stages each wait for the other's send. "
                    "(The watchdog's 'wrap each step in rl_group_start/rl_group_end' is its advice for an ungrouped "
                    "ring; your calls may already be grouped.)");
         else
-            sb_add(out, "\n    The runtime's schedule validates, so the order of your communication calls deadlocked: "
+            sb_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked: "
                    "a send completes only when the peer posts the matching receive, so each pending send goes in ONE "
                    "group with the next op's receive (Megatron's send_forward_recv_backward ...), and the last send "
                    "after the loop.");
@@ -1593,7 +1608,7 @@ static void pp_exec_cases(const rl_pp_kind *kinds, int nk, int per_kind, const p
         mp_stats st;
         int64_t h = rl_grade_pick(&g, 5, 24), rows = rl_grade_pick(&g, 2, 9);
         pp_run(&cs[i], s, rl_rng_below(&g, 1000) + 1, rows, h, &st);
-        pp_failure(&cs[i], &st, 1, &bad);
+        pp_failure(&cs[i], &st, &bad);
         if (!st.rc[3]) {
             if (!(st.pp_grad_err < TOL))
                 sb_add(&bad, "\n  - %s: the stage weight gradients differ from the unpipelined model's by %.3g "
@@ -1636,7 +1651,7 @@ static double formula(rl_calc_schedule k, int p, int m, int v)
 static void pp_case_run(const pp_case *c, mp_stats *st, sbuf *bad)
 {
     pp_run(c, NULL, 30, 16, 64, st);
-    pp_failure(c, st, 0, bad);
+    pp_failure(c, st, bad);
 }
 
 START_TEST(t_pp_bubble)
@@ -1997,11 +2012,11 @@ static int cp_rank(rl_ctx *ctx, void *arg)
                         "(relative; out held 4.5 before the call)", r, zz ? "zig-zag" : "contiguous",
                         call == 3 ? " (work = NULL)" : "", e);
         }
-        rl_tensor_free(q), rl_tensor_free(k), rl_tensor_free(v), rl_tensor_free(out);
         for (int i = 0; i < 4; i++)
             free(part[i]);
-        if (rc)
+        if (rc) /* a call of the learner's code may still be in flight: leave its tensors to the run */
             break;
+        rl_tensor_free(q), rl_tensor_free(k), rl_tensor_free(v), rl_tensor_free(out);
     }
     return 0;
 }

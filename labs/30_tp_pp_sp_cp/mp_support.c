@@ -522,7 +522,7 @@ static int part_tp(rl_ctx *ctx, run_ctx *rc)
     e = tp_mlp_forward(&m, x, y);
     if (e) {
         set_err(rc, ctx, e, "tp_mlp_forward");
-        goto out;
+        return 0; /* a call of it may still be in flight: leave the tensors to the run */
     }
     int64_t a1 = issued(w, RL_COLL_ALL_REDUCE), o1 = issued_all(w);
     if (r == 0 && m.hpre)
@@ -530,7 +530,7 @@ static int part_tp(rl_ctx *ctx, run_ctx *rc)
     e = tp_mlp_backward(&m, dy, dx);
     if (e) {
         set_err(rc, ctx, e, "tp_mlp_backward");
-        goto out;
+        return 0; /* a call of it may still be in flight: leave the tensors to the run */
     }
     int64_t a2 = issued(w, RL_COLL_ALL_REDUCE), o2 = issued_all(w);
     upd_i(rc, &rc->st->ar_fwd, a1 - a0);
@@ -612,8 +612,10 @@ static int part_attn(rl_ctx *ctx, run_ctx *rc)
     if (!e) {
         rl_clear_error(ctx);
         e = tp_attn_forward(&a, x, y);
-        if (e)
+        if (e) {
             set_err(rc, ctx, e, "tp_attn_forward");
+            return 0; /* a call of it may still be in flight: leave the tensors to the run */
+        }
     } else {
         set_err(rc, ctx, e, "tp_attn_init");
     }
@@ -688,6 +690,8 @@ static int part_sp(rl_ctx *ctx, run_ctx *rc)
                 set_err(rc, ctx, e, sp ? "the SP block backward (sp_mlp_backward)" : "the TP block backward");
         }
         rl_barrier(w, 0);
+        if (e)
+            return 0; /* a call of it may still be in flight: leave the tensors to the run */
         if (!e && r == 0) {
             int64_t *calls = sp ? rc->st->sp_calls : rc->st->tp_calls;
             for (int k = 0; k < RL_COLL_NKINDS; k++)
@@ -741,6 +745,7 @@ static int part_pp(rl_ctx *ctx, run_ctx *rc)
     rl_step_end(ctx);
     if (e) {
         set_err(rc, ctx, e, "pp_execute");
+        return 0; /* a call of it may still be in flight: leave the tensors to the run */
     } else {
         for (int c = 0; c < st->v; c++) {
             int vs = c * st->p + st->rank;
@@ -800,9 +805,10 @@ static int part_cp(rl_ctx *ctx, run_ctx *rc)
         int64_t work = 0;
         rl_clear_error(ctx);
         e = cp_ring_attention(w, part[0], part[1], part[2], cfg->heads, zz, pos, out, &work);
-        if (e)
+        if (e) {
             set_err(rc, ctx, e, "cp_ring_attention");
-        else {
+            return 0; /* a call of it may still be in flight: leave the tensors to the run */
+        } else {
             upd(rc, zz ? &rc->st->cp_err : &rc->st->cp_err_contig, rel_err(out, want));
             (zz ? rc->st->cp_work : rc->st->cp_work_contig)[r] = work;
         }
