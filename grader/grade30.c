@@ -174,6 +174,18 @@ static rl_tensor *tnew(rl_ctx *ctx, const char *name, int nd, const int64_t *sha
     return t;
 }
 
+/* What the rank's memory account holds now beyond `before`, per category (comm buffers of
+ * the runtime aside), as text in out; 0 when nothing. */
+static int mem_left(rl_ctx *ctx, const int64_t *before, sbuf *out)
+{
+    const rl_mem_account *acc = rl_ctx_mem(ctx);
+    for (int k = 0; k < RL_MEM_NCAT; k++)
+        if (k != RL_MEM_COMM && acc->current[k] != before[k])
+            sb_add(out, "%s%s %+lld B", out->len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
+                   (long long)(acc->current[k] - before[k]));
+    return out->len > 0;
+}
+
 /* max |a−ref| / max(|ref|, floor) over n elements; INFINITY for a NaN or a size mismatch. */
 static double rel_to(const rl_tensor *a, const float *ref, int64_t n, double floor)
 {
@@ -613,17 +625,11 @@ static int tp_rank(rl_ctx *ctx, void *arg)
     if (rc) /* the learner's code failed: a call of it may still be in flight — leave the tensors to the run */
         return 0;
     tp_mlp_free(&m);
-    {
-        sbuf left = { 0 };
-        for (int k = 0; k < RL_MEM_NCAT; k++)
-            if (k != RL_MEM_COMM && acc->current[k] != before[k])
-                sb_add(&left, "%s%s %+lld B", left.len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
-                       (long long)(acc->current[k] - before[k]));
-        if (left.len)
-            problem(T_MEM, "rank %d: after tp_mlp_free the rank's memory differs from before tp_mlp_init (%s): a "
-                    "tensor of the forward or backward that is not in the struct was never freed", r, sb_str(&left));
-        free(left.s);
-    }
+    sbuf left = { 0 };
+    if (mem_left(ctx, before, &left))
+        problem(T_MEM, "rank %d: after tp_mlp_free the rank's memory differs from before tp_mlp_init (%s): a tensor "
+                "of the forward or backward that is not in the struct was never freed", r, sb_str(&left));
+    free(left.s);
     rl_tensor *ts[] = { A, a, B, cc, x, dy, y, dx };
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         rl_tensor_free(ts[i]);
@@ -887,6 +893,8 @@ static int attn_rank(rl_ctx *ctx, void *arg)
     rl_tensor *W[4], *x = tnew(ctx, "x", 3, sh, "b,s,h", c->x), *y = tnew(ctx, "y", 3, sh, "b,s,h", NULL);
     for (int i = 0; i < 4; i++)
         W[i] = tnew(ctx, "W", 2, sw, "h,h", c->W[i]);
+    int64_t before[RL_MEM_NCAT];
+    memcpy(before, rl_ctx_mem(ctx)->current, sizeof before);
     tp_attn a;
     memset(&a, 0, sizeof a);
     rl_clear_error(ctx);
@@ -933,10 +941,18 @@ static int attn_rank(rl_ctx *ctx, void *arg)
                 }
             }
         rl_tensor_fill(y, 5.5f);
+        int64_t fwd0[RL_MEM_NCAT];
+        memcpy(fwd0, rl_ctx_mem(ctx)->current, sizeof fwd0);
         rl_set_tag(ctx, RL_TAG_STEP, 1);
         rl_clear_error(ctx);
         rc = lerr(ctx, tp_attn_forward(&a, x, y), "tp_attn_forward");
         rl_set_tag(ctx, RL_TAG_STEP, -1);
+        sbuf left = { 0 };
+        if (!rc && mem_left(ctx, fwd0, &left))
+            problem(T_MEM, "rank %d: tp_attn_forward left %s allocated: its temporaries (q, k, v, the attention "
+                    "output, probs [b, a/t, s, s]) are freed before it returns (nothing is saved in this step)", r,
+                    sb_str(&left));
+        free(left.s);
         double e = rc ? 0 : rel_to(y, c->y, c->b * c->s * h, 1e-2);
         if (!(e < TOL))
             problem(T_FWD, "rank %d: y differs from dense causal attention by %.3g (relative; y held 5.5 before the "
@@ -945,6 +961,11 @@ static int attn_rank(rl_ctx *ctx, void *arg)
     if (rc) /* a call of the learner's code may still be in flight: leave its tensors to the run */
         return 0;
     tp_attn_free(&a);
+    sbuf left = { 0 };
+    if (mem_left(ctx, before, &left))
+        problem(T_MEM, "rank %d: after tp_attn_free the rank's memory differs from before tp_attn_init (%s)", r,
+                sb_str(&left));
+    free(left.s);
     for (int i = 0; i < 4; i++)
         rl_tensor_free(W[i]);
     rl_tensor_free(x), rl_tensor_free(y);
@@ -1005,7 +1026,7 @@ START_TEST(t_attn_shards)
     attn_random_runs(2, 2, attn_shapes_after); /* two or more heads per rank: their order matters */
     expect_none(T_RUN, "TP attention did not run:");
     expect_none(T_SHARD, "TP attention shards (wq, wk, wv [h, h/t] dims \"h,h/t\"; wo [h/t, h] dims \"h/t,h\"):");
-    expect_none(T_MEM, "TP attention shards' memory category:");
+    expect_none(T_MEM, "TP attention memory (shards under RL_MEM_PARAM; the forward frees its temporaries):");
 }
 END_TEST
 
@@ -2185,7 +2206,7 @@ static const rl_grade_test tests30[] = {
     { "30.1", "f not divisible by t, shapes that disagree: refused", 1, 20, &t_tp_refuse },
     { "30.1", "answers: TP traffic per layer (4bsh, 70B layer)", 2, 10, &t_ans_tp },
     { "30.2", "= dense attention (random a, t)", 5, 20, &t_attn },
-    { "30.2", "heads r*a/t.. on rank r: shards", 2, 20, &t_attn_shards },
+    { "30.2", "heads r*a/t.. on rank r: shards, temporaries freed", 2, 20, &t_attn_shards },
     { "30.2", "one all-reduce of b*s*h (trace)", 2, 20, &t_attn_comm },
     { "30.2", "heads not divisible by t: clear error", 3, 20, &t_attn_bad_heads },
     { "30.3", "outputs = dense block", 4, 20, &t_sp_outputs },

@@ -2,7 +2,7 @@
 # instead of the block r*a/t .. (r+1)*a/t-1; the output is still right (heads are
 # independent), but the shards are not Megatron's and do not match a checkpoint's layout.
 # step: 30.2
-# caught-by: heads r*a/t.. on rank r: shards
+# caught-by: heads r*a/t.. on rank r: shards, temporaries freed
 /^    copy_block(a->wq, wq, h, 0, a->rank \* hl);/,/^    copy_block(a->wo, wo, h, a->rank \* hl, 0);$/c\
     for (int j = 0; j < a->local_heads; j++) /* local head j is global head j*t + rank */\
         for (int64_t i = 0; i < h; i++)\
