@@ -199,6 +199,17 @@ out:
     return found;
 }
 
+/* Over communicators: does anomaly a (its seq first enqueued at time ta) come before b (at tb)?
+ * The earlier time wins; at equal times a mismatch beats a hang, then the name that sorts first. */
+static int earlier(const rl_diag_result *a, double ta, const rl_diag_result *b, double tb)
+{
+    if (ta != tb)
+        return ta < tb;
+    if ((a->kind == RL_DIAG_MISMATCH) != (b->kind == RL_DIAG_MISMATCH))
+        return a->kind == RL_DIAG_MISMATCH;
+    return strcmp(a->comm, b->comm) < 0;
+}
+
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out)
 {
     if (!fl || !out)
@@ -217,28 +228,35 @@ int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out)
         rl_diag_result r;
         memset(&r, 0, sizeof r);
         double when;
-        if (analyze_comm(fl, c, &r, &when) && (when < best || out->kind == RL_DIAG_NONE ||
-                                               (r.kind == RL_DIAG_MISMATCH && out->kind != RL_DIAG_MISMATCH))) {
+        if (analyze_comm(fl, c, &r, &when) && (out->kind == RL_DIAG_NONE || earlier(&r, when, out, best))) {
             *out = r;
             best = when;
         }
     }
     if (out->kind != RL_DIAG_NONE)
         return RL_OK;
+    /* only send/recv stuck: the lowest blocked rank, its oldest call (dump order does not matter) */
+    const rl_diag_rec *p = NULL;
     for (int i = 0; i < fl->nrec; i++) {
         const rl_diag_rec *d = &fl->rec[i];
-        if (d->seq < 0 && strcmp(d->state, "completed") != 0) {
-            int send = strcmp(d->op, "send") == 0;
-            out->kind = RL_DIAG_P2P;
-            out->rank = d->rank;
-            out->seq = d->p2p_seq;
-            snprintf(out->comm, sizeof out->comm, "%s", d->comm);
-            snprintf(out->op, sizeof out->op, "%s", d->op);
-            snprintf(out->message, sizeof out->message,
-                     "p2p: rank %d is blocked in %s %s rank %d (p2p #%lld on %s): the peer never posted the matching %s",
-                     d->rank, d->op, send ? "to" : "from", d->peer, (long long)d->p2p_seq, d->comm, send ? "recv" : "send");
-            return RL_OK;
-        }
+        if (d->seq >= 0 || strcmp(d->state, "completed") == 0)
+            continue;
+        if (!p || d->rank < p->rank ||
+            (d->rank == p->rank && (d->t_enqueued < p->t_enqueued ||
+                                    (d->t_enqueued == p->t_enqueued && d->p2p_seq < p->p2p_seq))))
+            p = d;
+    }
+    if (p) {
+        int send = strcmp(p->op, "send") == 0;
+        out->kind = RL_DIAG_P2P;
+        out->rank = p->rank;
+        out->seq = p->p2p_seq;
+        snprintf(out->comm, sizeof out->comm, "%s", p->comm);
+        snprintf(out->op, sizeof out->op, "%s", p->op);
+        snprintf(out->message, sizeof out->message,
+                 "p2p: rank %d is blocked in %s %s rank %d (p2p #%lld on %s): the peer never posted the matching %s",
+                 p->rank, p->op, send ? "to" : "from", p->peer, (long long)p->p2p_seq, p->comm, send ? "recv" : "send");
+        return RL_OK;
     }
     snprintf(out->message, sizeof out->message, "no collective or send/recv is stuck or inconsistent in the dump");
     return RL_OK;

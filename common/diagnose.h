@@ -53,8 +53,20 @@ const char *rl_diag_kind_name(rl_diag_kind k);
 /* Compares ranks seq by seq on every communicator: at the lowest seq that is incomplete or
  * inconsistent, different (op, count, dtype) among ranks is a mismatch (culprit: the rank
  * whose call differs from the majority), a member that never reached the seq is a hang
- * (culprit: that rank); without collectives stuck, a send/recv never matched is p2p. The
- * earliest such anomaly (by enqueue time) over communicators wins. RL_OK or RL_ERR_ARG. */
+ * (culprit: that rank); without collectives stuck, a send/recv never matched is p2p. Exact rules:
+ *  - members: every rank for "world", else the ranks with records on that communicator; a member
+ *    "never reached" seq s when its highest seq there is below s (a rank whose records start
+ *    above s had s rolled out of its recorder: it is not missing);
+ *  - mismatch: the majority call is the one most ranks made (a tie: the call of the lowest rank
+ *    among them); the culprit is the lowest rank whose call differs. Hang: the lowest missing
+ *    member; every member present but a record not completed: a hang with rank -1;
+ *  - over communicators: the anomaly whose seq was enqueued first (the lowest t_enqueued of its
+ *    records) wins; at equal times a mismatch beats a hang, then the communicator name that
+ *    sorts first (strcmp);
+ *  - p2p (no collective anomaly, a send/recv not completed): the lowest such rank, its oldest
+ *    such call (lowest t_enqueued, then p2p seq); seq is its p2p seq.
+ * Nothing found: RL_DIAG_NONE, rank -1, seq -1. The order of records in the dump does not
+ * matter. RL_OK or RL_ERR_ARG. */
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out);
 
 /* Thresholds of the spread analysis (zero fields take the defaults shown). */

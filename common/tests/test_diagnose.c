@@ -1,7 +1,8 @@
 /* test_diagnose.c — failure analyses (common/diagnose.c): stragglers and hot experts on the
  * course's data, flight dumps written by real watchdog runs (hang, ungrouped p2p) and a
- * mismatch dump, spikes and NaNs over per-(step, rank, layer) norms, including a run with
- * the nan fault. */
+ * mismatch dump, the rules over several communicators and rolled-out recorders (in-memory
+ * dumps), spikes and NaNs over per-(step, rank, layer) norms, including a run with the nan
+ * fault. */
 #include <check.h>
 #include <fcntl.h>
 #include <math.h>
@@ -274,6 +275,116 @@ START_TEST(test_nan_fault_run)
 }
 END_TEST
 
+/* Appends one record to an in-memory dump (rec must have room). */
+static void rec_add(rl_diag_flight *fl, int rank, const char *comm, int64_t seq, int64_t count, const char *dtype,
+                    const char *state, double t)
+{
+    rl_diag_rec *r = &fl->rec[fl->nrec++];
+    memset(r, 0, sizeof *r);
+    r->rank = rank, r->seq = seq, r->p2p_seq = -1, r->count = count, r->peer = -1, r->t_enqueued = t;
+    snprintf(r->op, sizeof r->op, "%s", seq >= 0 ? "all_reduce" : "send");
+    snprintf(r->dtype, sizeof r->dtype, "%s", dtype);
+    snprintf(r->comm, sizeof r->comm, "%s", comm);
+    snprintf(r->state, sizeof r->state, "%s", state);
+    if (rank + 1 > fl->nranks)
+        fl->nranks = rank + 1;
+}
+
+/* Two sub-communicators of 2 ranks, "world/4.0" (ranks 0, 1) and "world/4.5" (ranks 2, 3):
+ * on A a hang at seq 3 (rank 1 missing) first enqueued at ta, on B at seq 2 either a hang
+ * (rank 3 missing) or a dtype mismatch by rank 3, first enqueued at tb. Records reversed
+ * when rev is set (the order of records must not matter). */
+static void two_comms(rl_diag_flight *fl, rl_diag_rec *buf, double ta, double tb, int b_mismatch, int rev)
+{
+    memset(fl, 0, sizeof *fl);
+    fl->rec = buf;
+    for (int s = 0; s <= 3; s++) {
+        rec_add(fl, 0, "world/4.0", s, 8, "f32", s < 3 ? "completed" : "started", s < 3 ? 0.01 * s : ta);
+        if (s < 3)
+            rec_add(fl, 1, "world/4.0", s, 8, "f32", "completed", 0.01 * s);
+    }
+    for (int s = 0; s <= 2; s++) {
+        rec_add(fl, 2, "world/4.5", s, 8, "f32", s < 2 ? "completed" : "started", s < 2 ? 0.01 * s : tb);
+        if (s < 2 || b_mismatch)
+            rec_add(fl, 3, "world/4.5", s, 8, s == 2 ? "bf16" : "f32", s < 2 ? "completed" : "started",
+                    s < 2 ? 0.01 * s : tb);
+    }
+    for (int i = 0; rev && i < fl->nrec / 2; i++) {
+        rl_diag_rec x = fl->rec[i];
+        fl->rec[i] = fl->rec[fl->nrec - 1 - i];
+        fl->rec[fl->nrec - 1 - i] = x;
+    }
+}
+
+START_TEST(test_rules_across_comms)
+{
+    rl_diag_rec buf[64];
+    rl_diag_flight fl;
+    rl_diag_result r;
+    for (int rev = 0; rev < 2; rev++) {
+        /* time first: A's hang is earlier than B's mismatch */
+        two_comms(&fl, buf, 1.0, 2.0, 1, rev);
+        ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+        ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+        ck_assert_int_eq(r.rank, 1);
+        ck_assert_str_eq(r.comm, "world/4.0");
+        /* B earlier */
+        two_comms(&fl, buf, 2.0, 1.0, 0, rev);
+        ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+        ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+        ck_assert_int_eq(r.rank, 3);
+        ck_assert_int_eq(r.seq, 2);
+        /* equal times: the mismatch (dtype differs) */
+        two_comms(&fl, buf, 1.0, 1.0, 1, rev);
+        ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+        ck_assert_int_eq(r.kind, RL_DIAG_MISMATCH);
+        ck_assert_int_eq(r.rank, 3); /* a 1-1 tie: the majority is rank 2's call, rank 3 differs */
+        ck_assert_str_eq(r.comm, "world/4.5");
+        ck_assert_ptr_nonnull(strstr(r.message, "bf16"));
+        /* equal times, both hangs: the name that sorts first */
+        two_comms(&fl, buf, 1.0, 1.0, 0, rev);
+        ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+        ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+        ck_assert_str_eq(r.comm, "world/4.0");
+    }
+}
+END_TEST
+
+START_TEST(test_rules_rolled_and_p2p)
+{
+    rl_diag_rec buf[64];
+    rl_diag_flight fl;
+    rl_diag_result r;
+    /* world, 3 ranks: rank 2's records start at seq 5 (older ones rolled out), ranks 0 and 1 hold
+     * 3..6, rank 1 never called 7 while 0 and 2 wait in it */
+    memset(&fl, 0, sizeof fl);
+    fl.rec = buf;
+    for (int s = 3; s <= 7; s++) {
+        rec_add(&fl, 0, "world", s, 8, "f32", s < 7 ? "completed" : "started", 0.1 * s);
+        if (s < 7)
+            rec_add(&fl, 1, "world", s, 8, "f32", "completed", 0.1 * s);
+        if (s >= 5)
+            rec_add(&fl, 2, "world", s, 8, "f32", s < 7 ? "completed" : "started", 0.1 * s);
+    }
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+    ck_assert_int_eq(r.rank, 1);
+    ck_assert_int_eq(r.seq, 7);
+    /* only p2p stuck: the lowest blocked rank, its oldest call (records in any order) */
+    memset(&fl, 0, sizeof fl);
+    fl.rec = buf;
+    rec_add(&fl, 3, "world", -1, 8, "f32", "started", 0.5);
+    rec_add(&fl, 1, "world", -1, 8, "f32", "started", 0.9);
+    rec_add(&fl, 1, "world", -1, 8, "f32", "started", 0.7);
+    rec_add(&fl, 0, "world", -1, 8, "f32", "completed", 0.1);
+    fl.rec[0].p2p_seq = 4, fl.rec[1].p2p_seq = 6, fl.rec[2].p2p_seq = 5, fl.rec[3].p2p_seq = 1;
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_int_eq(r.kind, RL_DIAG_P2P);
+    ck_assert_int_eq(r.rank, 1);
+    ck_assert_int_eq(r.seq, 5);
+}
+END_TEST
+
 Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -286,6 +397,8 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_mismatch_dump);
     tcase_add_test(tc, test_spikes);
     tcase_add_test(tc, test_nan_fault_run);
+    tcase_add_test(tc, test_rules_across_comms);
+    tcase_add_test(tc, test_rules_rolled_and_p2p);
     suite_add_tcase(s, tc);
     return s;
 }

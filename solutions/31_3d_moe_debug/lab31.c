@@ -545,10 +545,31 @@ int diagnose(const rl_diag_flight *fl, diag_result *out)
         double when = INFINITY;
         if (check_comm(fl, c, &r, &when) &&
             (out->kind == RL_DIAG_NONE || when < best ||
-             (r.kind == RL_DIAG_MISMATCH && out->kind != RL_DIAG_MISMATCH))) {
+             (when == best && r.kind == RL_DIAG_MISMATCH && out->kind != RL_DIAG_MISMATCH) ||
+             (when == best && r.kind == out->kind && strcmp(r.comm, out->comm) < 0))) {
             *out = r;
             best = when;
         }
+    }
+    /* no collective anomaly: a send/recv that never completed (lowest rank, its oldest call) */
+    const rl_diag_rec *p2p = NULL;
+    for (int i = 0; i < fl->nrec && out->kind == RL_DIAG_NONE; i++) {
+        const rl_diag_rec *d = &fl->rec[i];
+        if (d->seq >= 0 || strcmp(d->state, "completed") == 0)
+            continue;
+        if (!p2p || d->rank < p2p->rank ||
+            (d->rank == p2p->rank && (d->t_enqueued < p2p->t_enqueued ||
+                                      (d->t_enqueued == p2p->t_enqueued && d->p2p_seq < p2p->p2p_seq))))
+            p2p = d;
+    }
+    if (p2p) {
+        out->kind = RL_DIAG_P2P;
+        out->rank = p2p->rank;
+        out->seq = p2p->p2p_seq;
+        snprintf(out->comm, sizeof out->comm, "%s", p2p->comm);
+        snprintf(out->message, sizeof out->message, "p2p: rank %d is blocked in %s (peer %d, p2p #%lld on %s): the "
+                 "peer never posted the matching call", p2p->rank, p2p->op, p2p->peer, (long long)p2p->p2p_seq,
+                 p2p->comm);
     }
     if (out->kind == RL_DIAG_NONE)
         snprintf(out->message, sizeof out->message, "no collective is stuck or inconsistent in the dump");
@@ -650,6 +671,8 @@ int plan_candidate(const rl_calc_plan_in *in, int t, int p, int b, rl_calc_recom
     int G = in->gpus, d = G / (t * p);
     if (in->gbs % d || (in->gbs / d) % b)
         return RL_ERR_ARG;
+    if (d == 1 && z > 0)
+        return RL_ERR_ARG; /* ZeRO shards over DP: at dp = 1 there is nothing to shard */
     int m = in->gbs / d / b;
     double peak = hw->peak_flops_bf16, S = in->seq, h = in->hidden, L = in->layers, psi = in->params;
     double attn_tok = 12.0 * L * h * S, f_tok = 6 * psi + attn_tok;
