@@ -670,7 +670,7 @@ static void tp_random_runs(int n, int tmin, void (*after)(tp_case *, rl_trace *)
 START_TEST(t_tp_shapes)
 {
     tp_random_runs(2, 2, NULL);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_SHARD, "tensor-parallel MLP shards (w1 [h, 4h/t] dims \"h,4h/t\" = A's columns r*4h/t.., b1 [4h/t], "
                          "w2 [4h/t, h] dims \"4h/t,h\" = B's rows r*4h/t.., b2 = c [h]; saved hpre/hact [b, s, 4h/t] "
                          "dims \"b,s,4h/t\"):");
@@ -680,7 +680,7 @@ END_TEST
 START_TEST(t_tp_forward)
 {
     tp_random_runs(3, 2, NULL);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_FWD, "TP MLP forward:");
 }
 END_TEST
@@ -688,7 +688,7 @@ END_TEST
 START_TEST(t_tp_backward)
 {
     tp_random_runs(3, 2, NULL);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_BWD, "TP MLP backward (two forward+backward passes; dx overwritten, dw accumulated):");
 }
 END_TEST
@@ -707,7 +707,7 @@ static void tp_comm_after(tp_case *c, rl_trace *tr)
 START_TEST(t_tp_counts)
 {
     tp_random_runs(2, 2, tp_comm_after);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_COMM, "TP MLP collectives, from the run's trace (handout 30.1 Cost: 'Per MLP: 1 all-reduce forward "
                         "+ 1 backward of b*s*h elements'):");
 }
@@ -716,7 +716,7 @@ END_TEST
 START_TEST(t_tp_memory)
 {
     tp_random_runs(2, 2, NULL);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_MEM, "TP MLP memory (handout: 'Allocate saved activations under RL_MEM_ACTIVATION'; header: saved "
                        "x_in, hpre, hact are 'freed by the next forward and by tp_mlp_free'):");
 }
@@ -745,7 +745,7 @@ START_TEST(t_tp_sizes)
     mlp_ref_free(&c.d);
     printf("%s\n", sb_str(&line));
     free(line.s);
-    expect_none(T_RUN, "the TP MLP did not run:");
+    expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_SHARD, "shards:");
     expect_none(T_FWD, "forward:");
     expect_none(T_BWD, "backward:");
@@ -996,7 +996,7 @@ static void attn_random_runs(int n, int lh_min, void (*after)(attn_case *, rl_tr
 START_TEST(t_attn)
 {
     attn_random_runs(3, 1, NULL);
-    expect_none(T_RUN, "TP attention did not run:");
+    expect_none(T_RUN, "the TP attention run failed:");
     expect_none(T_FWD, "TP attention output:");
 }
 END_TEST
@@ -1024,7 +1024,7 @@ static void attn_shapes_after(attn_case *c, rl_trace *tr)
 START_TEST(t_attn_shards)
 {
     attn_random_runs(2, 2, attn_shapes_after); /* two or more heads per rank: their order matters */
-    expect_none(T_RUN, "TP attention did not run:");
+    expect_none(T_RUN, "the TP attention run failed:");
     expect_none(T_SHARD, "TP attention shards (wq, wk, wv [h, h/t] dims \"h,h/t\"; wo [h/t, h] dims \"h/t,h\"):");
     expect_none(T_MEM, "TP attention memory (shards under RL_MEM_PARAM; the forward frees its temporaries):");
 }
@@ -1040,7 +1040,7 @@ static void attn_comm_after(attn_case *c, rl_trace *tr)
 START_TEST(t_attn_comm)
 {
     attn_random_runs(2, 1, attn_comm_after);
-    expect_none(T_RUN, "TP attention did not run:");
+    expect_none(T_RUN, "the TP attention run failed:");
     expect_none(T_COMM, "TP attention collectives, from the run's trace (handout 30.2 Cost: 'traffic is one "
                         "all-reduce of b*s*h forward'):");
 }
@@ -1285,7 +1285,7 @@ static void sp_random_runs(int n, void (*after)(sp_case *, rl_trace *))
 START_TEST(t_sp_outputs)
 {
     sp_random_runs(2, NULL);
-    expect_none(T_RUN, "the SP block did not run:");
+    expect_none(T_RUN, "the SP block run failed:");
     expect_none(T_FWD, "SP block results:");
     expect_none(T_SHARD, "SP shapes (handout 30.3 Shape: x [s/t, b, h] -> all-gather -> x_in [s, b, h]; hpre, hact "
                          "[s, b, 4h/t]):");
@@ -1295,7 +1295,7 @@ END_TEST
 START_TEST(t_sp_grads)
 {
     sp_random_runs(2, NULL);
-    expect_none(T_RUN, "the SP block did not run:");
+    expect_none(T_RUN, "the SP block run failed:");
     expect_none(T_BWD, "SP gradient shards:");
 }
 END_TEST
@@ -1316,7 +1316,7 @@ static void sp_comm_after(sp_case *c, rl_trace *tr)
 START_TEST(t_sp_volume)
 {
     sp_random_runs(2, sp_comm_after);
-    expect_none(T_RUN, "the SP block did not run:");
+    expect_none(T_RUN, "the SP block run failed:");
     expect_none(T_COMM, "SP collectives, from the run's trace (handout 30.3: 'all-gather before the column-parallel "
                         "linear, reduce-scatter after the row-parallel one'; 'the bytes are the same as TP's'):");
 }
@@ -1357,7 +1357,7 @@ static void sp_mem_after(sp_case *c, rl_trace *tr)
 START_TEST(t_sp_memory)
 {
     sp_random_runs(2, sp_mem_after);
-    expect_none(T_RUN, "the SP block did not run:");
+    expect_none(T_RUN, "the SP block run failed:");
     expect_none(T_MEM, "activation memory of the block (handout 30.3 Cost: 'the LayerNorm/dropout/residual region is "
                        "stored once per rank instead of t times'):");
 }
@@ -2154,7 +2154,7 @@ static void cp_random_runs(int n, int with_cp1, void (*after)(cp_case *, rl_trac
 START_TEST(t_cp_equal)
 {
     cp_random_runs(2, 1, NULL);
-    expect_none(T_RUN, "ring attention did not run:");
+    expect_none(T_RUN, "the ring attention run failed:");
     expect_none(T_FWD, "ring attention (zig-zag and contiguous, and with work = NULL) against full causal attention:");
 }
 END_TEST
@@ -2162,7 +2162,7 @@ END_TEST
 START_TEST(t_cp_ring)
 {
     cp_random_runs(2, 0, cp_ring_after);
-    expect_none(T_RUN, "ring attention did not run:");
+    expect_none(T_RUN, "the ring attention run failed:");
     expect_none(T_COMM, "how K/V moves, from the run's trace (header: 'cp-1 ring steps pass K/V blocks to r+1 and "
                         "receive from r-1'; handout 30.5 Cost: 'Each step sends the K and V blocks (2*b*(s/cp)*h "
                         "elements) to the next rank'):");
@@ -2172,7 +2172,7 @@ END_TEST
 START_TEST(t_cp_balance)
 {
     cp_random_runs(2, 0, cp_work_after);
-    expect_none(T_RUN, "ring attention did not run:");
+    expect_none(T_RUN, "the ring attention run failed:");
     expect_none(T_WORK, "causal work per rank (header: '*work (may be NULL) += unmasked score entries this rank "
                         "computed'):");
 }
