@@ -1434,7 +1434,7 @@ static void pp_print_cases(const pp_case *cs, int n)
 /* The learner's schedule for a case, NULL with the reason in *why (caller frees). */
 static rl_pp_schedule *pp_learner(const pp_case *c, sbuf *why)
 {
-    char err[512] = "";
+    char err[1024] = "";
     char cb[96];
     rl_pp_schedule *s = pp_build_schedule(c->kind, c->p, c->m, c->v, err, sizeof err);
     if (!s)

@@ -783,7 +783,7 @@ static int part_cp(rl_ctx *ctx, run_ctx *rc)
     int64_t *pos = malloc((size_t)sl * sizeof *pos);
     int e = rl_attention_forward(ctx, qkv[0], qkv[1], qkv[2], cfg->heads, pr, ref);
     for (int zz = 1; zz >= 0 && !e; zz--) {
-        char err[256];
+        char err[1024] = "";
         rl_clear_error(ctx);
         e = cp_positions(s, n, r, zz, pos, err, sizeof err);
         if (e) {
@@ -865,7 +865,7 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
         rl_trace *tr = NULL;
         int lr;
         if (part == 3) {
-            char err[256];
+            char err[1024] = "";
             int v = cfg->pp_sched ? cfg->pp_sched->v : cfg->schedule == RL_PP_INTERLEAVED ? cfg->v : 1;
             o.ranks = cfg->p;
             o.trace_path = cfg->opts.trace_path;
@@ -874,7 +874,7 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
                                      : pp_build_schedule(cfg->schedule, cfg->p, cfg->m, v, err, sizeof err);
             if (!rc.sched) {
                 st->rc[3] = strstr(err, "not implemented") ? RL_ERR_NOT_IMPLEMENTED : RL_ERR_ARG;
-                snprintf(st->err[3], sizeof st->err[3], "pp_build_schedule: %s", err);
+                snprintf(st->err[3], sizeof st->err[3], "pp_build_schedule: %s", err[0] ? err : "NULL with no message");
                 first = first ? first : st->rc[3];
                 continue;
             }
