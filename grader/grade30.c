@@ -1461,12 +1461,16 @@ START_TEST(t_pp_validate)
         rl_pp_schedule *s = pp_learner(&cs[i], &bad);
         if (!s)
             continue;
-        char err[1024], l0[400], cb[96];
+        char err[4096], cb[96];
         if (rl_pp_validate(s, err, sizeof err)) {
             int st = 0;
             sscanf(err, "stage %d", &st);
+            st = st >= 0 && st < s->p ? st : 0;
+            size_t n0 = 16 * (size_t)s->nops[st] + 16;
+            char *l0 = malloc(n0);
             sb_add(&bad, "\n  - %s: rl_pp_validate: %s (stage %d's list: %s)", pp_case_text(&cs[i], cb, sizeof cb), err,
-                   st >= 0 && st < s->p ? st : 0, rl_pp_stage_string(s, st >= 0 && st < s->p ? st : 0, l0, sizeof l0));
+                   st, rl_pp_stage_string(s, st, l0, n0));
+            free(l0);
         }
         rl_pp_schedule_free(s);
     }
