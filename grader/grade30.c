@@ -200,6 +200,20 @@ static double rel_to(const rl_tensor *a, const float *ref, int64_t n, double flo
     return worst;
 }
 
+/* 1 when a − ref is the same nonzero value everywhere (what an output that was accumulated into
+ * instead of overwritten shows), with that value in *shift. */
+static int const_shift(const rl_tensor *a, const float *ref, int64_t n, double *shift)
+{
+    if (!a || a->numel != n || n < 1)
+        return 0;
+    double d0 = rl_tensor_get(a, 0) - ref[0];
+    for (int64_t i = 1; i < n; i++)
+        if (!(fabs(rl_tensor_get(a, i) - ref[i] - d0) <= 1e-3 * fmax(1.0, fabs(d0))))
+            return 0;
+    *shift = d0;
+    return fabs(d0) > 1e-3;
+}
+
 /* Fills n floats uniformly in [-scale, scale]. */
 static void fill(float *p, int64_t n, rl_rng *g, double scale)
 {
@@ -492,7 +506,9 @@ static void tp_check_shards(const tp_mlp *m, rl_ctx *ctx, rl_comm *tp, const mlp
 
 /* The gradient shards of rank r against `scale` times the dense gradients; the worst
  * relative difference, the name of the worst tensor in *which. */
-static double tp_grad_err(const tp_mlp *m, const mlp_ref *d, int t, int r, double scale, int with_db2,
+enum { G_DW1 = 1, G_DB1 = 2, G_DW2 = 4, G_DB2 = 8, G_ALL = 15 };
+
+static double tp_grad_err(const tp_mlp *m, const mlp_ref *d, int t, int r, double scale, int mask,
                           const char **which)
 {
     int64_t h = d->h, f = d->f, fl = f / t;
@@ -513,12 +529,14 @@ static double tp_grad_err(const tp_mlp *m, const mlp_ref *d, int t, int r, doubl
     } while (0)
     for (int64_t i = 0; i < h; i++)
         for (int64_t j = 0; j < fl; j++) {
-            WORSE("dw1", rl_tensor_get(m->dw1, i * fl + j), scale * d->dA[i * f + r * fl + j]);
-            WORSE("dw2", rl_tensor_get(m->dw2, j * h + i), scale * d->dB[(r * fl + j) * h + i]);
+            if (mask & G_DW1)
+                WORSE("dw1", rl_tensor_get(m->dw1, i * fl + j), scale * d->dA[i * f + r * fl + j]);
+            if (mask & G_DW2)
+                WORSE("dw2", rl_tensor_get(m->dw2, j * h + i), scale * d->dB[(r * fl + j) * h + i]);
         }
-    for (int64_t j = 0; j < fl; j++)
+    for (int64_t j = 0; (mask & G_DB1) && j < fl; j++)
         WORSE("db1", rl_tensor_get(m->db1, j), scale * d->da[r * fl + j]);
-    for (int64_t i = 0; with_db2 && i < h; i++)
+    for (int64_t i = 0; (mask & G_DB2) && i < h; i++)
         WORSE("db2", rl_tensor_get(m->db2, i), scale * d->dc[i]);
 #undef WORSE
     return worst;
@@ -580,11 +598,17 @@ static int tp_rank(rl_ctx *ctx, void *arg)
         if (rc)
             break;
         int64_t act1 = acc->current[RL_MEM_ACTIVATION];
-        double e = rel_to(y, d->y, rows * h, 1e-2);
-        if (!(e < TOL))
-            problem(T_FWD, "rank %d, forward %d: y differs from the dense MLP by %.3g (relative; y held 7.25 before the "
-                    "call): the row-parallel partial outputs are summed by ONE all-reduce (g), then c is added once",
-                    r, pass + 1, e);
+        double e = rel_to(y, d->y, rows * h, 1e-2), shift;
+        if (!(e < TOL)) {
+            if (const_shift(y, d->y, rows * h, &shift))
+                problem(T_FWD, "rank %d, forward %d: y = the dense MLP's output + %g everywhere (%.3g x the 7.25 y held "
+                        "before the call): the forward must overwrite y, not add to it", r, pass + 1, shift,
+                        shift / 7.25);
+            else
+                problem(T_FWD, "rank %d, forward %d: y differs from the dense MLP by %.3g (relative; y held 7.25 before "
+                        "the call): the row-parallel partial outputs are summed by ONE all-reduce (g), then c is added "
+                        "once", r, pass + 1, e);
+        }
         if (!pass) {
             tp_check_saved(&m, r, c->b, c->s, "b,s", h, fl, act1 - act0);
             act_fwd = act1;
@@ -605,19 +629,27 @@ static int tp_rank(rl_ctx *ctx, void *arg)
             problem(T_MEM, "rank %d: backward %d left %lld B more activations allocated than the forward had: its "
                     "temporaries (dhact, dhpre ...) must be freed", r, pass + 1, (long long)(act2 - act1));
         e = rel_to(dx, d->dx, rows * h, 1e-2);
-        if (!(e < TOL))
-            problem(T_BWD, "rank %d, backward %d: dx differs from the dense input gradient by %.3g (relative; dx held "
-                    "-3.5 before the call and is OVERWRITTEN): f is an all-reduce in backward — each rank's dx covers "
-                    "only its 4h/t columns of A", r, pass + 1, e);
+        if (!(e < TOL)) {
+            if (const_shift(dx, d->dx, rows * h, &shift))
+                problem(T_BWD, "rank %d, backward %d: dx = the dense input gradient + %g everywhere (%.3g x the -3.5 "
+                        "dx held before the call): backward ops OVERWRITE dx (beta 0), they do not add to it", r,
+                        pass + 1, shift, shift / -3.5);
+            else
+                problem(T_BWD, "rank %d, backward %d: dx differs from the dense input gradient by %.3g (relative; dx "
+                        "held -3.5 before the call): f is an all-reduce in backward — each rank's dx covers only its "
+                        "4h/t columns of A", r, pass + 1, e);
+        }
         const char *which;
-        e = tp_grad_err(&m, d, t, r, pass + 1, 1, &which);
+        e = tp_grad_err(&m, d, t, r, pass + 1, G_ALL, &which);
         if (!(e < TOL)) {
             const char *w1;
-            double one = pass ? tp_grad_err(&m, d, t, r, 1, 1, &w1) : INFINITY;
+            int bit = !strcmp(which, "dw1") ? G_DW1 : !strcmp(which, "db1") ? G_DB1 : !strcmp(which, "dw2") ? G_DW2
+                      : G_DB2;
+            double one = pass ? tp_grad_err(&m, d, t, r, 1, bit, &w1) : INFINITY; /* that tensor = one backward's? */
             problem(T_BWD, "rank %d, after %d forward+backward pass%s: %s differs from %s the slice of the dense "
                     "gradient by %.3g (relative)%s", r, pass + 1, pass ? "es" : "", which, pass ? "twice" : "",
-                    e, pass && one < TOL ? ": the gradients equal ONE backward's — backward ACCUMULATES into dw1, "
-                                           "db1, dw2, db2 (header), it must not overwrite them"
+                    e, pass && one < TOL ? ": it equals ONE backward's — backward ACCUMULATES into dw1, db1, dw2, "
+                                           "db2 (header), it must not overwrite them"
                                          : pass ? "" : " (dw1, db1: this rank's 4h/t columns; dw2: its rows; db2: "
                                                        "whole)");
         }
@@ -1226,7 +1258,7 @@ static int sp_rank(rl_ctx *ctx, void *arg)
                         "by %.3g (relative; dx held -2 before the call)", r, ex);
             /* the MLP's shards: dw1, db1, dw2 as under TP (the gathered dy), db2 over this rank's rows */
             const char *which;
-            double eg = tp_grad_err(&blk.mlp, d, t, r, 1, 0, &which);
+            double eg = tp_grad_err(&blk.mlp, d, t, r, 1, G_DW1 | G_DB1 | G_DW2, &which);
             if (!(eg < TOL))
                 problem(T_BWD, "rank %d: under SP %s differs from the slice of the dense gradient by %.3g (relative): "
                         "the column- and row-parallel weights see the whole sequence (the gathered x and dy)", r, which,
