@@ -899,7 +899,7 @@ static void attn_case_make(attn_case *c, int t, int heads, int64_t hd, int64_t b
         rl_tensor_free(ts[i]);
     rl_ctx_free_standalone(ctx);
     ck_assert_msg(rc == 0, "grader: the dense attention reference failed (%d)", rc);
-    snprintf(g_case, sizeof g_case, "t = %d, a = %d heads of %lld (h = %lld), b = %lld, s = %lld", t, heads,
+    snprintf(g_case, sizeof g_case, "t = %d, a = %d head(s) of %lld (h = %lld), b = %lld, s = %lld", t, heads,
              (long long)hd, (long long)h, (long long)b, (long long)s);
 }
 
@@ -1906,7 +1906,7 @@ START_TEST(t_cp_merge)
         int nh = rl_grade_pick(&g, 1, 4);
         int64_t b = rl_grade_pick(&g, 1, 3), sq = rl_grade_pick(&g, 6, 9), hd = rl_grade_pick(&g, 1, 5);
         int64_t os[3] = { b, sq, nh * hd }, ls[3] = { b, nh, sq }, no = b * sq * nh * hd, nl = b * nh * sq;
-        sb_add(&line, "%sb = %lld, sq = %lld, %d heads of %lld", k ? "; " : "cases: ", (long long)b, (long long)sq, nh,
+        sb_add(&line, "%sb = %lld, sq = %lld, %d head(s) of %lld", k ? "; " : "cases: ", (long long)b, (long long)sq, nh,
                (long long)hd);
         float *O = fnew(no), *Ob = fnew(no), *L = fnew(nl), *Lb = fnew(nl);
         fill(O, no, &g, 1.0);
@@ -2030,7 +2030,7 @@ static void cp_case_make(cp_case *c, int cp, int heads, int64_t hd, int64_t b, i
     }
     for (int r = 0; r < cp; r++)
         c->w0[r] = 1000 * (r + 1) + (int64_t)rl_rng_below(g, 1000);
-    snprintf(g_case, sizeof g_case, "cp = %d, b = %lld, s = %lld (s/cp = %lld), %d heads of %lld", cp, (long long)b,
+    snprintf(g_case, sizeof g_case, "cp = %d, b = %lld, s = %lld (s/cp = %lld), %d head(s) of %lld", cp, (long long)b,
              (long long)s, (long long)sl, heads, (long long)hd);
 }
 
@@ -2146,7 +2146,7 @@ static void cp_work_after(cp_case *c, rl_trace *tr)
                     computed += e->flops / (4.0 * (double)(c->b * c->h)); /* score entries of the blocks */
             }
             if (got != want)
-                problem(T_WORK, "rank %d, %s: *work went from %lld to %lld (+%lld); the causal mask leaves %lld "
+                problem(T_WORK, "rank %d, %s: *work went from %lld to %lld (%+lld); the causal mask leaves %lld "
                         "unmasked score entries for this rank's queries against the whole sequence%s", r,
                         zz ? "zig-zag" : "contiguous", (long long)c->w0[r], (long long)c->work[call - 1][r],
                         (long long)got, (long long)want, c->work[call - 1][r] == want ? ": *work must be ADDED TO "
