@@ -146,8 +146,10 @@ int diagnose(const rl_diag_flight *fl, diag_result *out)
      *  - else a member whose highest seq is below it never got there: a HANG, and the culprit
      *    is that missing rank (the lowest one) — not the ranks waiting inside;
      *  - else if a record is not "completed": a hang with rank −1 (stuck elsewhere).
-     * Over communicators the earliest anomaly (lowest t_enqueued at its seq) wins, a
-     * mismatch over a hang. Nothing found: kind RL_DIAG_NONE, rank −1, seq −1. */
+     * Over communicators the earliest anomaly (lowest t_enqueued at its seq) wins; at equal
+     * times a mismatch beats a hang, then the name that sorts first. No collective anomaly but
+     * a send/recv never completed: RL_DIAG_P2P (lab31.h has the exact rules). Nothing found:
+     * kind RL_DIAG_NONE, rank −1, seq −1. */
     if (out) {
         memset(out, 0, sizeof *out);
         out->rank = -1;
@@ -159,9 +161,10 @@ int diagnose(const rl_diag_flight *fl, diag_result *out)
 
 int detect_straggler(const double *step_ms, int n, straggler_result *out)
 {
-    /* TODO(31.4): mean, population stddev, cv, max/min, median, MAD; imbalanced = cv > 0.4
-     * or max/min > 3; outliers x > 1.2·median with (x − median)/(1.4826·MAD) > 3.5 (MAD 0:
-     * any x above the median); culprit = the outlier furthest above the median, else argmax
+    /* TODO(31.4): mean, population stddev, cv, max/min, median (an even count: the mean of
+     * the two middle values), MAD; imbalanced = cv > 0.4 or max/min > 3; outliers x >
+     * 1.2·median with (x − median)/(1.4826·MAD) > 3.5 (MAD 0: any x above the median passes
+     * that second test); culprit = the outlier furthest above the median, else argmax
      * when imbalanced, else −1. The course's 32 ranks near 2200 ms and one at 3150 ms pass
      * neither cv nor max/min — only the outlier test finds that rank. */
     (void)step_ms, (void)n, (void)out;
@@ -190,7 +193,8 @@ int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_rec
      * / peak, TP 4·(L/pp) ring all-reduces of b·S·h·2 bytes, PP 2·(α + bytes/bw); step =
      * (m + pp − 1)·(all three) + DP time by ZeRO stage; memory = rl_calc_zero(Ψ/(tp·pp),
      * dp).bytes[zero] + rl_calc_activation(per layer, SP when tp > 1) × L/pp × min(m, pp);
-     * MFU; warnings (TP across nodes, m < 4·pp with pp > 1, out of memory). */
+     * MFU; warnings (TP across nodes, m < 4·pp with pp > 1, out of memory). RL_ERR_ARG for
+     * a candidate that is not a valid layout (lab31.h lists them). */
     (void)in, (void)tp, (void)pp, (void)b, (void)rc, (void)zero, (void)row;
     return NOT_YET(NULL, "31.5", "planner: one candidate's cost");
 }

@@ -44,7 +44,8 @@ typedef struct mesh_layout {
     int size[MESH_NDIMS];                       /* ranks per group of each kind */
     int node[RL_MESH_MAX_RANKS];                /* per rank: rank / gpus_per_node */
     int tp_crosses_node;                        /* 1 when some TP group spans two nodes */
-    char warning[256];                          /* "" or a warning naming the first such TP group */
+    char warning[256];                          /* "" or a warning naming the first such TP group by its
+                                                   first and last rank ("ranks 6..8 ...") */
 } mesh_layout;
 
 /* Lays out world = dp·pp·cp·tp ranks (ep divides dp) in the shape's order:
@@ -129,8 +130,8 @@ int td_p2p(td_engine *e, rl_comm *pp, const rl_pp_op *send, const rl_pp_op *recv
  * td_zero1_update. *loss (may be NULL) gets the mean micro-batch loss on the last stage,
  * 0 elsewhere. */
 int td_train_step(td_engine *e, int64_t step, float *loss);
-/* YOURS: ZeRO-1 over the DP group: reduce-scatter e->flat_grad (mean over DP), AdamW on this
- * DP rank's piece, all-gather the updated pieces into e->flat_param. */
+/* YOURS: ZeRO-1 over the DP group: reduce-scatter e->flat_grad (mean over DP: RL_SUM then ÷dp,
+ * or RL_AVG), AdamW on this DP rank's piece, all-gather the updated pieces into e->flat_param. */
 int td_zero1_update(td_engine *e);
 
 /* Writes this rank's parameters in the ONE-RANK model's registration order into full (Ψ
@@ -166,8 +167,9 @@ void moe_layer_free(moe_layer *l);
 int moe_expert_forward(moe_layer *l, int le, const rl_tensor *rows, rl_tensor *out);
 
 /* YOURS: router softmax and top-k. logits [T·E] → probs [T·E] (softmax over all E),
- * expert [T·k] (the k most probable, best first; ties → lower id), weight [T·k] (softmax over
- * the chosen k: pᵢ / Σ chosen p, summing to 1). */
+ * expert [T·k] (the k most probable, best first; ties → lower id; any way of selecting them —
+ * k passes, a partial or a full sort — is fine), weight [T·k] (softmax over the chosen k:
+ * pᵢ / Σ chosen p, summing to 1). */
 int moe_route(rl_ctx *ctx, const float *logits, int64_t tokens, int experts, int top_k, float *probs, int *expert,
               float *weight);
 
@@ -190,9 +192,10 @@ typedef struct moe_plan {
 int moe_plan_alloc(moe_plan *p, int64_t tokens, int experts, int top_k, int ep);
 void moe_plan_free(moe_plan *p);
 
-/* YOURS: capacity and dropping in order of arrival (slots t = 0..T−1, j = 0..k−1; a slot is
- * kept while its expert has < C kept), and the dispatch order: kept slots grouped by expert
- * (ascending), arrival order inside an expert; experts on EP rank e / (E/ep). */
+/* YOURS: capacity (cf <= 0 means 1) and dropping in order of arrival (slots t = 0..T−1,
+ * j = 0..k−1; a slot is kept while its expert has < C kept), and the dispatch order: kept slots
+ * grouped by expert (ascending), arrival order inside an expert; experts on EP rank e / (E/ep).
+ * routed counts every slot (before dropping). Any loop order that gives this plan is fine. */
 int moe_plan_make(rl_ctx *ctx, const int *expert, int64_t tokens, int experts, int top_k, int ep, double cf,
                   moe_plan *p);
 /* YOURS: Switch auxiliary loss α·E·Σᵢ fᵢ·Pᵢ (fᵢ share of the T·k routed slots to i, before
@@ -218,9 +221,9 @@ int moe_forward(moe_layer *l, rl_comm *ep, const rl_tensor *x, rl_tensor *y, moe
 /* ================================================================== 31.4 diagnose failures */
 
 typedef struct diag_result {
-    rl_diag_kind kind;           /* RL_DIAG_NONE, RL_DIAG_HANG, RL_DIAG_MISMATCH */
+    rl_diag_kind kind;           /* RL_DIAG_NONE, RL_DIAG_HANG, RL_DIAG_MISMATCH, RL_DIAG_P2P */
     int rank;                    /* the culprit; -1 if none can be named */
-    int64_t seq;                 /* the collective seq; -1 when none */
+    int64_t seq;                 /* the collective seq (p2p: the p2p seq); -1 when none */
     char comm[24];
     char message[256];
 } diag_result;
@@ -228,7 +231,21 @@ typedef struct diag_result {
 /* YOURS: over flight dumps (loaded with rl_diag_flight_load): the lowest seq of a
  * communicator that is incomplete or inconsistent; different (op, count, dtype) = mismatch
  * (culprit: the rank that differs from the majority), a member that never reached it = hang
- * (culprit: the lowest such rank — NOT a rank that is waiting inside it). */
+ * (culprit: the lowest such rank — NOT a rank that is waiting inside it). Exactly:
+ *  - members: every rank for "world", else the ranks with records on that communicator; a
+ *    member never reached seq s when its highest seq there is below s (records that start
+ *    above s were rolled out of its recorder: that rank is not missing);
+ *  - at one seq a mismatch is reported before a missing rank; the majority call is the one
+ *    most ranks made (a tie: the call of the lowest of them), the culprit the lowest rank whose
+ *    call differs; every member present but a record not "completed": a hang with rank −1;
+ *  - over communicators: the anomaly whose seq was first enqueued (the lowest t_enqueued of
+ *    its records) wins; at equal times a mismatch beats a hang, then the communicator name
+ *    that sorts first (strcmp);
+ *  - no collective anomaly but a send/recv (seq −1) not "completed": RL_DIAG_P2P, rank = the
+ *    lowest rank blocked in one, its oldest such call (lowest t_enqueued, then p2p seq): seq =
+ *    its p2p_seq, comm its communicator;
+ *  - nothing found: RL_DIAG_NONE, rank −1, seq −1.
+ * The order of the records in the dump does not matter. */
 int diagnose(const rl_diag_flight *fl, diag_result *out);
 
 typedef struct straggler_result {
@@ -238,10 +255,12 @@ typedef struct straggler_result {
     char message[256];
 } straggler_result;
 
-/* YOURS: straggler detector over per-rank step times (ms). Population stddev; cv = σ/mean;
- * ratio = max/min; outlier: x > 1.2·median AND (x − median) / (1.4826·MAD) > 3.5 (MAD = 0:
- * any x above the median); culprit = the outlier furthest above the median, else the
- * slowest rank when imbalanced, else −1. */
+/* YOURS: straggler detector over per-rank step times (ms). Population stddev (one pass or
+ * two); cv = σ/mean; ratio = max/min; the median of an even count is the mean of the two middle
+ * values; MAD = the median of |x − median| (same rule); outlier: x > 1.2·median AND
+ * (x − median) / (1.4826·MAD) > 3.5 (MAD = 0: any x above the median passes this second test;
+ * the 1.2·median test still applies); culprit = the outlier furthest above the median, else the
+ * slowest rank when imbalanced, else −1 (ties: the lower rank). */
 int detect_straggler(const double *step_ms, int n, straggler_result *out);
 
 typedef struct spike_result {
@@ -288,7 +307,9 @@ double plan_ring_time(rl_coll_kind kind, int n, double bytes, const rl_link *lin
 
 /* YOURS: the cost of one candidate (tp, pp, b, recompute, zero) under calc.h's planner model
  * (dp = gpus/(tp·pp), m = gbs/(dp·b)): times, memory, MFU and warnings. RL_ERR_ARG if the
- * candidate is not a valid layout. */
+ * candidate is not a valid layout: tp·pp not dividing the GPUs, dp not dividing gbs, b not
+ * dividing gbs/dp, a size < 1, zero outside 0..3 — and zero > 0 at dp = 1 (ZeRO shards over
+ * DP: at dp = 1 only zero = 0 is a candidate, as in the enumeration). */
 int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_recompute rc, int zero,
                    rl_calc_plan_row *row);
 /* YOURS: every candidate (calc.h lists the rules), sorted: fitting ones first, by step time,
