@@ -25,6 +25,7 @@ int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d)
     r->peer_world = d->root >= 0 && d->root < d->comm->g->n ? d->comm->g->granks[d->root] : -1;
     snprintf(r->comm, sizeof r->comm, "%s", d->comm->g->name);
     r->comm_size = d->comm->g->n;
+    r->grouped = ctx->group_depth > 0;
     r->state = RL_FR_ENQUEUED;
     r->t_enq = rl_wall_now(ctx);
     return id;
@@ -130,10 +131,36 @@ static void verdict(rl_world *w, rl_flight_rec (*recs)[RL_FLIGHT_N], const int *
                                  (long long)f->p2p_seq);
                     else
                         snprintf(where, sizeof where, "p2p #%lld on %s", (long long)f->p2p_seq, f->comm);
+                    if (!f->grouped) {
+                        snprintf(out, (size_t)len,
+                                 "rank %d is blocked in %s %s rank %d (%s): the peer never posted the matching %s — "
+                                 "ungrouped send/recv in a ring deadlock; wrap each step in "
+                                 "rl_group_start/rl_group_end",
+                                 r, rl_coll_name(f->kind), f->kind == RL_COLL_SEND ? "to" : "from", f->peer_world,
+                                 where, f->kind == RL_COLL_SEND ? "recv" : "send");
+                        return;
+                    }
+                    /* grouped: the peer is somewhere else in its own list of calls — say where */
+                    char peer_at[200] = "";
+                    int p = f->peer_world;
+                    for (int k = 0; p >= 0 && p < w->n && k < nrec[p] && !peer_at[0]; k++) {
+                        const rl_flight_rec *g = &recs[p][k];
+                        if (g->state == RL_FR_COMPLETED)
+                            continue;
+                        if (g->seq < 0)
+                            snprintf(peer_at, sizeof peer_at, "rank %d is itself blocked in %s %s rank %d", p,
+                                     rl_coll_name(g->kind), g->kind == RL_COLL_SEND ? "to" : "from", g->peer_world);
+                        else
+                            snprintf(peer_at, sizeof peer_at, "rank %d is itself waiting in %s seq %lld on %s", p,
+                                     rl_coll_name(g->kind), (long long)g->seq, g->comm);
+                    }
+                    if (!peer_at[0])
+                        snprintf(peer_at, sizeof peer_at, "rank %d has no call in flight", p);
                     snprintf(out, (size_t)len,
-                             "rank %d is blocked in %s %s rank %d (%s): the peer never posted the matching %s — "
-                             "ungrouped send/recv in a ring deadlock; wrap each step in rl_group_start/rl_group_end",
-                             r, rl_coll_name(f->kind), f->kind == RL_COLL_SEND ? "to" : "from", f->peer_world, where,
+                             "rank %d is blocked in %s %s rank %d (%s, inside a group): %s, so the matching %s is "
+                             "never posted — a grouped call completes only when its peer reaches the matching one; "
+                             "compare the order of the two ranks' calls",
+                             r, rl_coll_name(f->kind), f->kind == RL_COLL_SEND ? "to" : "from", p, where, peer_at,
                              f->kind == RL_COLL_SEND ? "recv" : "send");
                     return;
                 }

@@ -32,6 +32,7 @@ typedef struct rl_flight_rec {
     rl_dtype dtype;
     int peer;             /* root for rooted collectives, peer for send/recv, -1 otherwise */
     int peer_world;       /* that rank's world rank, -1 when peer is */
+    int grouped;          /* issued between rl_group_start and rl_group_end */
     char comm[24];
     int comm_size;
     int state;
