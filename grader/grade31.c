@@ -156,7 +156,12 @@ static void check_layout(int dp, int pp, int tp, int cp, int ep, rl_mesh_order o
     err[4095] = 0;
     L->warning[sizeof L->warning - 1] = 0;
     CHECK(rc == 0, "mesh_layout_make(%s, world %d) returned %s: %s", sh, W, rl_status_name(rc), nz(err));
-    CHECK(L->world == W, "%s: layout world = %d, expected %d", sh, L->world, W);
+    CHECK(L->world == W && L->gpus_per_node == ref.gpus_per_node && L->shape.dp == dp && L->shape.pp == pp &&
+          L->shape.tp == tp && L->shape.cp == cp && L->shape.ep == ep && L->shape.order == order,
+          "%s: the layout says world %d, %d GPUs per node, shape dp=%d pp=%d tp=%d cp=%d ep=%d order %d; expected "
+          "world %d, %d GPUs per node (the profile's; hw NULL: the default profile) and the shape given", sh,
+          L->world, L->gpus_per_node, L->shape.dp, L->shape.pp, L->shape.tp, L->shape.cp, L->shape.ep,
+          (int)L->shape.order, W, ref.gpus_per_node);
     int *grp = malloc(sizeof(int) * RL_MESH_MAX_RANKS);
     for (int r = 0; r < W; r++) {
         rl_mesh_coord c;
@@ -696,7 +701,7 @@ static void td_text(char *buf, size_t size, const td_shape *s)
 
 typedef struct td_case {
     td_config cfg;
-    int steps;
+    int steps, want_loss;    /* want_loss 0: td_train_step gets loss = NULL (allowed) */
     int64_t psi;
     float *params[LAB31_MAX_RANKS];
     float loss[LAB31_MAX_RANKS][TD_MAX_STEPS];
@@ -731,7 +736,7 @@ static int td_rank(rl_ctx *ctx, void *arg)
         rl_clear_error(ctx);
         rl_step_begin(ctx, s);
         float l = NAN;
-        int rc = td_train_step(e, s, &l);
+        int rc = td_train_step(e, s, c->want_loss ? &l : NULL);
         rl_step_end(ctx);
         c->loss[w][s] = l;
         if (rc) {
@@ -817,6 +822,7 @@ static void td_check(const td_shape *sh, int what)
     td_case *c = calloc(1, sizeof *c);
     c->cfg = td_cfg_of(sh);
     c->steps = sh->steps;
+    c->want_loss = (what & TD_LOSS) != 0;
     rl_ctx *sctx = rl_ctx_new_standalone(NULL, 1);
     rl_model *mm = rl_model_new(sctx, &c->cfg.model);
     CHECK(mm, "grader: the one-rank model of %s cannot be built", st);
@@ -929,7 +935,8 @@ static void td_check(const td_shape *sh, int what)
                                       "e->comms.pp)", st, s, r, c->stage[r], e->name, e->bytes, e->peer, nz(e->comm),
                                       act, c->prev[r], c->next[r], c->pp_name[r]);
                         sends += strcmp(e->name, "send") == 0, recvs += strcmp(e->name, "recv") == 0;
-                    } else if (strcmp(e->name, "reduce_scatter") && strcmp(e->name, "all_gather"))
+                    } else if (strcmp(e->name, "reduce_scatter") && strcmp(e->name, "all_gather") &&
+                               strcmp(e->name, "barrier"))
                         CHECK(0, "%s: step %d, rank %d ran a %s on «%s»: a 3D step makes only the blocks' TP "
                                       "all-reduces, the PP send/recv of td_p2p and ZeRO-1's reduce-scatter and "
                                       "all-gather", st, s, r, e->name, nz(e->comm));
@@ -1421,7 +1428,7 @@ static moe_spec moe_random(rl_rng *g, int min_ep, int groups)
     for (int r = 0; r < s.ep * groups; r++) {
         int64_t T;
         do
-            T = rl_grade_pick(g, 3, 40);
+            T = rl_grade_pick(g, 1, 40);
         while ((T * s.k * q) % (4 * s.E) == 0 && (T * s.k) % s.E != 0);
         s.T[r] = T;
     }
@@ -1616,10 +1623,12 @@ START_TEST(t_moe_drops)
     moe_spec r[3];
     moe_draw(23, r, 3, 1, 1);
     moe_spec f[] = { moe_fixed(8, 2, 4, 1.0, NULL), moe_fixed(8, 2, 4, 0.5, NULL),
-                     moe_fixed(4, 2, 2, 1.25, "hot-expert:expert=3:frac=0.6") };
+                     moe_fixed(4, 2, 2, 1.25, "hot-expert:expert=3:frac=0.6"),
+                     moe_fixed(4, 1, 2, 1.0, "hot-expert:expert=0:frac=1") /* rank 1 receives no row */ };
     moe_check(&f[0], MOE_DROP);
     moe_check(&f[1], MOE_DROP | MOE_Y | MOE_AUX);
     moe_check(&f[2], MOE_DROP | MOE_Y | MOE_AUX);
+    moe_check(&f[3], MOE_DROP | MOE_Y | MOE_AUX);
     for (int i = 0; i < 3; i++)
         moe_check(&r[i], MOE_DROP | MOE_Y);
 }
@@ -1673,6 +1682,8 @@ START_TEST(t_moe_pattern)
     moe_spec r[3];
     moe_draw(26, r, 3, 2, 2);
     moe_spec f = moe_fixed(8, 2, 4, 1.25, "hot-expert:expert=3:frac=0.6");
+    moe_check(&f, MOE_PATTERN);
+    f = moe_fixed(4, 1, 2, 1.0, "hot-expert:expert=0:frac=1"); /* rank 1 receives no row */
     moe_check(&f, MOE_PATTERN);
     for (int i = 0; i < 3; i++)
         moe_check(&r[i], MOE_PATTERN);

@@ -500,9 +500,10 @@ static int check_comm(const rl_diag_flight *fl, const char *comm, diag_result *r
         if (odd >= 0) {
             res->kind = RL_DIAG_MISMATCH;
             res->rank = odd;
-            snprintf(res->message, sizeof res->message, "mismatch at seq %lld on %s: rank %d called %s(count=%lld) "
-                     "but %d ranks called %s(count=%lld)", (long long)s, comm, odd, recs[odd]->op,
-                     (long long)recs[odd]->count, best_agree, recs[best]->op, (long long)recs[best]->count);
+            snprintf(res->message, sizeof res->message, "mismatch at seq %lld on %s: rank %d called %s(count=%lld, "
+                     "%s) but %d ranks called %s(count=%lld, %s)", (long long)s, comm, odd, recs[odd]->op,
+                     (long long)recs[odd]->count, recs[odd]->dtype, best_agree, recs[best]->op,
+                     (long long)recs[best]->count, recs[best]->dtype);
             found = 1;
         } else if (absent >= 0) {
             res->kind = RL_DIAG_HANG;
