@@ -286,6 +286,37 @@ double rl_work_end_time(const rl_work *w)
     return v;
 }
 
+/* 1 when every work item of the rank has completed; call with ctx->qmu held. */
+static int drained_locked(const rl_ctx *ctx)
+{
+    for (const rl_work *w = ctx->works; w; w = w->live_next)
+        if (!w->done && !w->sentinel && w != ctx->group_work) /* an open group never ran */
+            return 0;
+    return 1;
+}
+
+int rl_comm_drain(rl_ctx *ctx, double timeout_s)
+{
+    if (!ctx)
+        return RL_ERR_ARG;
+    double until = rl_mono_now() + (timeout_s > 0 ? timeout_s : 0);
+    pthread_mutex_lock(&ctx->qmu);
+    int st = 0;
+    while (!drained_locked(ctx)) {
+        if (world_aborted(ctx)) {
+            st = RL_ERR_ABORTED;
+            break;
+        }
+        if (rl_mono_now() >= until) {
+            st = RL_ERR_HANG;
+            break;
+        }
+        timed_wait(&ctx->qcv, &ctx->qmu);
+    }
+    pthread_mutex_unlock(&ctx->qmu);
+    return st;
+}
+
 /* The hang fault: this rank never enters collective seq; it waits for the watchdog. */
 static void hang_forever(rl_ctx *ctx, int64_t seq)
 {

@@ -85,5 +85,10 @@ int rl_wait(rl_work *work);
 int rl_test(rl_work *work);
 /* Virtual time (s) the work ended, or -1 while in flight. */
 double rl_work_end_time(const rl_work *work);
+/* Waits, at most timeout_s seconds of wall time, until every call this rank issued has
+ * completed (handles lost or not), so that cleanup after an error never frees a buffer a
+ * collective still reads or writes. The clocks do not move. 0 when drained, RL_ERR_HANG when
+ * calls are still in flight at the timeout, RL_ERR_ABORTED when the run is being stopped. */
+int rl_comm_drain(rl_ctx *ctx, double timeout_s);
 
 #endif

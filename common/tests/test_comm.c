@@ -230,6 +230,16 @@ static int async_rank(rl_ctx *ctx, void *arg)
     while (!rl_test(x))
         usleep(100);
     EXPECT(rl_wait(x) == 0);
+    /* rl_comm_drain: every call issued has completed afterwards, waited on or not */
+    for (int k = 0; k < K; k++)
+        h[k] = rl_all_reduce(w, t[k], t[k], RL_SUM, RL_ASYNC);
+    double clock = rl_stream_time(ctx, RL_STREAM_COMPUTE);
+    EXPECT(rl_comm_drain(ctx, 10.0) == 0);
+    for (int k = 0; k < K; k++)
+        EXPECT(rl_test(h[k]));
+    EXPECT(rl_stream_time(ctx, RL_STREAM_COMPUTE) == clock); /* the clocks did not move */
+    for (int k = 0; k < K; k++)
+        EXPECT(rl_wait(h[k]) == 0);
     for (int k = 0; k < K; k++)
         rl_tensor_free(t[k]);
     return 0;

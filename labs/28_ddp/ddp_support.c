@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "ddp.h"
 #include "tui.h"
 
@@ -160,29 +159,14 @@ ddp_reducer *ddp_reducer_new(rl_model *m, rl_comm *comm, double bucket_cap_mb, d
     return r;
 }
 
-/* Waits (a few seconds of wall time at most) until every all-reduce this rank issued on comm
- * has completed. After an error a reducer may still have buckets in flight, and their work
- * handles may be lost (reset); their buffers must not be freed under them. 1 when drained. */
-static int drain_all_reduces(const rl_comm *comm)
-{
-    const volatile rl_comm_counters *c = rl_comm_get_counters(comm);
-    for (int tries = 0; c && tries < 3000; tries++) {
-        if (c->issued[RL_COLL_ALL_REDUCE] <= c->calls[RL_COLL_ALL_REDUCE])
-            return 1;
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
-    }
-    return !c;
-}
-
 void ddp_reducer_free(ddp_reducer *r)
 {
     if (!r)
         return;
     rl_model *m = r->model;
-    /* buckets still in flight after an error: if they do not finish, the buffers are left to the
-     * run, which frees every tensor once the comm streams have stopped */
-    int drained = drain_all_reduces(r->comm);
+    /* buckets still in flight after an error (their handles may be lost): if they do not finish,
+     * the buffers are left to the run, which frees every tensor once the comm streams stop */
+    int drained = rl_comm_drain(r->ctx, 3.0) == 0;
     for (int i = 0; i < m->nparams && r->bucket_buf; i++) {
         rl_param *p = &m->params[i];
         if (p->own_grad || !p->grad || r->plan.bucket_of[i] < 0)
