@@ -262,6 +262,8 @@ static void print_indented(const char *text, const char *prefix, int max_lines, 
             int show = max_lines < 0 || lines < max_lines || key_line(p, len);
             if (show) {
                 int w = max_cols < 0 || len <= max_cols ? len : max_cols;
+                while (w < len && w > 0 && ((unsigned char)p[w] & 0xC0) == 0x80)
+                    w--; /* never cut inside a UTF-8 character */
                 printf("%s%.*s%s\n", prefix, w, p, w < len ? " [...]" : "");
                 cut_chars += len - w;
                 lines++;
