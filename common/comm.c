@@ -1121,8 +1121,8 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     pthread_mutex_lock(&g->mu);
     if (++s->left == n)
         pthread_cond_broadcast(&g->cv);
-    while (s->left < n)
-        if (group_wait(g))
+    while (s->left < n) /* every rank has its data: only a stop with ranks still copying aborts it */
+        if (group_wait(g) && s->left < n)
             goto aborted;
     if (++s->exited == n) {
         s->in_use = 0;

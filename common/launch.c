@@ -397,9 +397,14 @@ static void fire_watchdog(rl_world *w)
     rl_backend_abort_nccl(w); /* dist mode: NCCL would wait for the other processes forever */
 }
 
-/* After a mismatch: the flight records with the mismatch as the verdict. */
+/* After a mismatch: the flight records with the mismatch as the verdict, once the comm
+ * streams have settled (a call that finished as the run stopped is then recorded as done). */
 static void report_mismatch(rl_world *w)
 {
+    for (int i = 0; i < 200 && !queues_empty(w); i++) {
+        struct timespec ts = { 0, 5000000L };
+        nanosleep(&ts, NULL);
+    }
     char verdict[sizeof w->abort_msg], json_path[1024];
     snprintf(verdict, sizeof verdict, "%s", w->abort_msg);
     rl_flight_report(w, stderr, flight_json_path(w, json_path, sizeof json_path), verdict, sizeof verdict);
