@@ -11,9 +11,9 @@
 
 int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double k, int group, zero_mem *out)
 {
-    if (!out || !(psi >= 0) || !isfinite(psi) || n < 1)
-        return rl_error(ctx, RL_ERR_ARG, "zero_bytes_per_rank: need psi >= 0 parameters and n >= 1 ranks (got %g, %d)",
-                        psi, n);
+    if (!out || !(psi >= 0) || !isfinite(psi) || n < 1 || !isfinite(k))
+        return rl_error(ctx, RL_ERR_ARG, "zero_bytes_per_rank: need psi >= 0 parameters, n >= 1 ranks and a finite k "
+                        "(got %g, %d, %g)", psi, n, k);
     if (!(k > 0))
         k = ZERO_DEFAULT_K;
     memset(out, 0, sizeof *out);
