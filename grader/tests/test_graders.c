@@ -155,8 +155,8 @@ static void read_patched(const char *path, patched *p)
 static void scan_patched(void)
 {
     npatched = 0;
-    for (int bug = 1; bug >= 0; bug--)
-        for (int li = 0; li < NLABS; li++) {
+    for (int li = 0; li < NLABS; li++) /* lab by lab (a lab's copies are one range), bugs first */
+        for (int bug = 1; bug >= 0; bug--) {
             char dir[256];
             snprintf(dir, sizeof dir, "grader/tests/%s/%s", bug ? "bugs" : "variants", lab_cases[li].dir);
             struct dirent **ents = NULL;
@@ -265,6 +265,92 @@ START_TEST(test_copy_full_marks)
 }
 END_TEST
 
+/* The "cases:" lines each test printed under -v, as "title\tcases..." lines joined (malloc'd). */
+static char *cases_by_test(const grade_out *g)
+{
+    size_t cap = strlen(g->text) + 1, len = 0;
+    char *out = calloc(1, cap);
+    const char *title = NULL;
+    int tlen = 0;
+    for (const char *p = g->text; *p;) {
+        const char *eol = strchr(p, '\n');
+        int n = eol ? (int)(eol - p) : (int)strlen(p);
+        if (!strncmp(p, "== ", 3)) {
+            const char *c = memchr(p, ':', (size_t)n);
+            const char *e = c ? strstr(c, " == ") : NULL;
+            title = c ? c + 2 : NULL;
+            tlen = e && e < p + n ? (int)(e - title) : 0;
+        } else if (title && !strncmp(p, "   | cases:", 11)) {
+            len += (size_t)snprintf(out + len, cap - len, "%.*s\t%.*s\n", tlen, title, n - 5, p + 5);
+        }
+        p = eol ? eol + 1 : p + n;
+    }
+    return out;
+}
+
+/* The lines of text that start with a test of step `step` ("28.3"). */
+static char *cases_of_step(const char *cases, const grade_out *g, const char *step)
+{
+    char *out = calloc(1, strlen(cases) + 1);
+    size_t len = 0;
+    for (const char *p = cases; *p;) {
+        const char *eol = strchr(p, '\n');
+        int n = (int)(eol - p);
+        char title[256];
+        snprintf(title, sizeof title, "%.*s", (int)(strchr(p, '\t') - p), p);
+        char key[300];
+        snprintf(key, sizeof key, "== %s ", step);
+        for (const char *t = g->text; (t = strstr(t, key)); t++) {
+            const char *e = strchr(t, '\n');
+            char want[300];
+            snprintf(want, sizeof want, ": %s == ", title);
+            const char *w = strstr(t, want);
+            if (w && (!e || w < e)) {
+                len += (size_t)sprintf(out + len, "%.*s\n", n, p);
+                break;
+            }
+        }
+        p = eol + 1;
+    }
+    return out;
+}
+
+/* A grading run's randomized cases depend only on its seed (and each test's on the seed and
+ * the test): the same seed draws the same cases, in a whole-lab run and a one-step run
+ * alike; another seed draws others. Every lab prints its cases under -v ("cases: ..."). */
+START_TEST(test_seed_replays_cases)
+{
+    const lab_case *l = &lab_cases[_i];
+    char variant[64], answers[128];
+    snprintf(variant, sizeof variant, "solutions/%s", l->dir);
+    snprintf(answers, sizeof answers, "solutions/%s/answers.txt", l->dir);
+    grade_out a, b, c;
+    run_variant(variant, answers, "-v --seed 1001", &a);
+    run_variant(variant, answers, "-v --seed 1001", &b);
+    run_variant(variant, answers, "-v --seed 2002", &c);
+    char *ca = cases_by_test(&a), *cb = cases_by_test(&b), *cc = cases_by_test(&c);
+    ck_assert_msg(ca[0], "lab %s: no test printed its randomized cases ('cases: ...' under -v):\n%s", l->num, a.text);
+    ck_assert_msg(!strcmp(ca, cb), "lab %s: two runs with seed 1001 drew different cases:\n%s\n---\n%s", l->num, ca, cb);
+    ck_assert_msg(strcmp(ca, cc), "lab %s: seeds 1001 and 2002 drew the same cases:\n%s", l->num, ca);
+    /* one step alone, same seed: the same cases as in the whole run */
+    for (const char *p = a.text; (p = strstr(p, "\n-- ")); p++) {
+        char step[16];
+        if (sscanf(p + 4, "%15s", step) != 1)
+            continue;
+        char extra[64];
+        snprintf(extra, sizeof extra, "-v --seed 1001 --step %s", step);
+        grade_out s;
+        run_variant(variant, answers, extra, &s);
+        char *cs = cases_by_test(&s), *want = cases_of_step(ca, &a, step);
+        ck_assert_msg(!strcmp(cs, want), "lab %s, step %s alone with seed 1001 drew other cases than the whole run:"
+                      "\n%s\n--- whole run:\n%s", l->num, step, cs, want);
+        free(cs), free(want), free(s.text);
+    }
+    free(ca), free(cb), free(cc);
+    free(a.text), free(b.text), free(c.text);
+}
+END_TEST
+
 /* The --step arguments of a patched copy's header ("28.3 28.4" → "--step 28.3 --step 28.4"). */
 static void step_args(const patched *p, char *out, size_t size)
 {
@@ -343,6 +429,8 @@ Suite *graders_suite(void)
         tcase_add_loop_test(tc, test_solution_full_marks, i, i + 1);
         tcase_add_loop_test(tc, test_skeleton_scores_zero, i, i + 1);
         tcase_add_loop_test(tc, test_copy_full_marks, i, i + 1);
+        if (!rl_test_quick())
+            tcase_add_loop_test(tc, test_seed_replays_cases, i, i + 1);
         int first, end;
         lab_patched(i, &first, &end);
         /* planted bugs and correct variants: in the normal build only (the sanitizer run has
