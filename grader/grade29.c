@@ -231,6 +231,7 @@ typedef struct case29 {
     rank_log rk[MAXR];
     rl_trace *trace;
     int launch_rc;
+    char *text;                 /* the case in words (case_text), for messages */
 } case29;
 
 static case29 *cur; /* the case running (tests run forked, one at a time) */
@@ -268,8 +269,8 @@ static void case_text(sbuf *b, const case29 *c)
     sb_add(b, "%s on %d ranks", zero_stage_name(c->stage), c->ranks);
     if (c->stage == ZERO_HSDP)
         sb_add(b, " in groups of %d", c->group);
-    sb_add(b, ", MLP hidden %d x %d blocks, head %d, %lld samples per rank, %d steps", c->mc.hidden, c->mc.layers,
-           c->mc.out_dim, (long long)c->mb, c->steps);
+    sb_add(b, ", MLP hidden %d x %d blocks, head %d, %lld samples per rank, %d step%s", c->mc.hidden, c->mc.layers,
+           c->mc.out_dim, (long long)c->mb, c->steps, c->steps == 1 ? "" : "s");
     if (c->stage >= ZERO_STAGE3)
         sb_add(b, ", %s, %s", c->wrap ? "per-block units" : "one unit for the whole model",
                c->fp && c->bp ? "forward+backward prefetch" : c->fp ? "forward prefetch only"
@@ -530,12 +531,17 @@ static void case_free(case29 *c)
         }
     }
     rl_trace_free(c->trace);
+    free(c->text);
     free(c);
 }
 
 /* Runs the case on its ranks (always with a trace). */
 static void case_launch(case29 *c)
 {
+    sbuf t = { 0 };
+    case_text(&t, c);
+    free(c->text);
+    c->text = t.s;
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     rl_model *m = rl_model_new(ctx, &c->mc);
     ck_assert_msg(m, "the grader's model could not be built: %s", rl_last_error(ctx));
@@ -1111,8 +1117,8 @@ static void check_memory(const case29 *c, const char *what)
                           : "the gradient shard (2Ψ/N) plus at most two unit buckets (the largest consecutive pair)",
                           (long long)bound_g,
                           st == ZERO_STAGE1 ? "No extra gradient buffers."
-                          : "A full gradient buffer (2Ψ) defeats ZeRO-2: free each bucket once its reduce-scatter "
-                          "is done (the one launched before, when the next unit's is launched)");
+                          : "A full gradient buffer (2Ψ) defeats the sharded gradients: free each bucket once its "
+                          "reduce-scatter is done (the one launched before, when the next unit's is launched)");
             ck_assert_msg(M->peak[RL_MEM_OPTIM] == opt,
                           "%s: optimizer memory peaked at %lld bytes in step %d on rank %d; the fp32 master, m and v "
                           "of this rank's pieces are %lld bytes (12Ψ/N): no extra optimizer buffers", what,
@@ -1371,7 +1377,7 @@ START_TEST(t_z1_memory)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_memory(a, "ZeRO-1");
+    check_memory(a, a->text);
     case_free(a);
 }
 END_TEST
@@ -1382,7 +1388,7 @@ START_TEST(t_z1_traffic)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_traffic(a, "ZeRO-1");
+    check_traffic(a, a->text);
     case_free(a);
 }
 END_TEST
@@ -1421,8 +1427,8 @@ START_TEST(t_z2_grad_memory)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_memory(a, "ZeRO-2");
-    check_overlap(a, "ZeRO-2 on a slow link", 0);
+    check_memory(a, a->text);
+    check_overlap(a, a->text, 0);
     case_free(a);
 }
 END_TEST
@@ -1433,7 +1439,7 @@ START_TEST(t_z2_traffic)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_traffic(a, "ZeRO-2");
+    check_traffic(a, a->text);
     case_free(a);
 }
 END_TEST
@@ -1444,7 +1450,7 @@ START_TEST(t_z2_overlap)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_overlap(a, "ZeRO-2", 1);
+    check_overlap(a, a->text, 1);
     case_free(a);
 }
 END_TEST
@@ -1554,9 +1560,9 @@ START_TEST(t_z3_memory)
     const case29 *cs[2] = { a, b };
     print_cases(cs, 2);
     case_run(a);
-    check_memory(a, "ZeRO-3 with prefetch");
+    check_memory(a, a->text);
     case_run(b);
-    check_memory(b, "ZeRO-3 without prefetch");
+    check_memory(b, b->text);
     case_free(a);
     case_free(b);
 }
@@ -1598,7 +1604,7 @@ START_TEST(t_z3_traffic)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_traffic(a, "ZeRO-3");
+    check_traffic(a, a->text);
     case_free(a);
 }
 END_TEST
@@ -1633,8 +1639,7 @@ static void sched_text(sbuf *b, const rank_log *L, const want_ag *w, int nw, con
 {
     if (w) {
         for (int i = 0; i < nw; i++)
-            sb_add(b, "%s%s(model unit %d): unit %d", i ? ", " : "", w[i].kind == CB_PRE_F ? "pre-forward" : "pre-backward",
-                   w[i].mu, w[i].unit);
+            sb_add(b, "%s%s of model unit %d: unit %d", i ? ", " : "", cb_names[w[i].kind], w[i].mu, w[i].unit);
         return;
     }
     for (int i = 0; i < nv; i++) {
@@ -1714,7 +1719,7 @@ START_TEST(t_z3_order)
     print_cases((const case29 *const *)cs, 3);
     for (int i = 0; i < 3; i++) {
         case_run(cs[i]);
-        check_schedule(cs[i], "ZeRO-3");
+        check_schedule(cs[i], cs[i]->text);
         case_free(cs[i]);
     }
 }
@@ -1773,7 +1778,7 @@ START_TEST(t_z3_overlap)
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     case_run(a);
-    check_overlap(a, "ZeRO-3", 1);
+    check_overlap(a, a->text, 1);
     case_free(a);
 }
 END_TEST

@@ -22,8 +22,8 @@ int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double
      *  - Stage 1 divides the optimizer state by n, stage 2 also the gradients, stage 3 all
      *    three; hsdp divides all three by the shard group G = group (which must divide n).
      *  - Fill param, grad, optim, total (bytes) and total in GB (/1e9) and GiB (/2^30).
-     *  - Refuse psi < 0 (or NaN), n < 1, an unknown stage, a bad hsdp group: RL_ERR_ARG with a
-     *    message (rl_error(ctx, ...); ctx may be NULL).
+     *  - Refuse psi < 0 (or NaN/inf), a NaN/inf k, n < 1, an unknown stage, a bad hsdp group:
+     *    RL_ERR_ARG with a message (rl_error(ctx, ...); ctx may be NULL).
      * Sanity check: Ψ = 7e9, n = 8, ZeRO-1 → 4Ψ + 12Ψ/8 = 38.5 GB. */
     (void)psi, (void)n, (void)stage, (void)k, (void)group, (void)out;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,

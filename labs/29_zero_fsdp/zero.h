@@ -50,8 +50,9 @@ typedef struct zero_mem {
  *   zero2 2Ψ + 2Ψ/n + KΨ/n         zero3  (2 + 2 + K)Ψ/n
  *   hsdp  (2 + 2 + K)Ψ/G: FULL_SHARD inside groups of G = `group` ranks (group must divide n;
  *         ignored by the other stages).
- * ctx (may be NULL) receives error messages. Returns 0, or RL_ERR_ARG for psi < 0, n < 1,
- * an unknown stage or a bad group. */
+ * ctx (may be NULL) receives error messages. Returns 0, or RL_ERR_ARG for psi < 0, a NaN or
+ * infinite psi or k, n < 1, an unknown stage, out NULL, or (hsdp) a group that does not
+ * divide n (group < 1 or > n included). A negative k is not an error: like 0 it means 12. */
 int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double k, int group, zero_mem *out);
 
 /* ================================================================== the sharded engine */
@@ -140,7 +141,8 @@ int zero_point_grads(zero_engine *e, int u, rl_tensor *bucket);
 
 /* Stage 1, after backward: reduce-scatter every unit's gradients IN PLACE in e->flat_grad,
  * so this rank's piece of each unit holds the MEAN over all ranks (sum ÷ data-parallel
- * size); the rest of flat_grad is left as it is. Returns 0 or an error. */
+ * size — summed then scaled, averaged by RL_AVG, or divided by N before: any of them); the
+ * rest of flat_grad is left as it is. Returns 0 or an error. */
 int zero1_reduce_scatter_grads(zero_engine *e);
 /* Every stage: one AdamW step (e->step += 1) on this rank's pieces only: parameters (bf16),
  * reduced gradients (bf16), master, m and v (fp32) of each unit (rl_adamw_step on slices). */
@@ -156,14 +158,18 @@ int zero_all_gather_params(zero_engine *e);
  * (bf16 [padded], RL_MEM_GRAD) and point its gradients at it (zero_point_grads). arg is the
  * engine. */
 int zero_pre_backward(rl_unit *mu, void *arg);
-/* The grad-ready hook (stages 2, 3, HSDP), arg is the engine: count p off its unit; when the
- * unit is complete launch the reduce-scatter of its bucket into this rank's piece of
- * e->grad_shard with RL_ASYNC; then wait for the previously launched unit's reduce-scatter
- * and free that bucket (at most two buckets alive: no full gradient buffer). */
+/* The grad-ready hook (stages 2, 3, HSDP), arg is the engine. Backward calls it once per
+ * parameter, in the order it makes gradients ready — not always reverse registration order.
+ * Count p off its unit; when the unit is complete launch the reduce-scatter of its bucket
+ * into this rank's piece of e->grad_shard with RL_ASYNC; wait for the previously launched
+ * unit's reduce-scatter (e->last_reduced, whichever unit it was) and free that bucket,
+ * before or after launching this one (at most two buckets alive: no full gradient buffer). */
 int zero_grad_ready(rl_param *p, void *arg);
 /* After backward (stages 2, 3, HSDP): wait for every reduce-scatter still in flight, free
  * the buckets, [HSDP: all-reduce the pieces across e->replica_comm,] and turn the sums into
- * the mean over every data-parallel rank. Resets the per-backward state. */
+ * the mean over every data-parallel rank (n × the replicas; before or after the all-reduce).
+ * Returns an error naming the unit when a unit's gradients did not all arrive in backward
+ * (pending != 0). Resets the per-backward state. */
 int zero_finalize_grads(zero_engine *e);
 
 /* ================================================================== 29.4 ZeRO-3 / FSDP */
@@ -178,7 +184,8 @@ int zero3_wait(zero_engine *e, int u);
 int zero3_free(zero_engine *e, int u);
 /* Unit callbacks (model unit mu, arg = the engine): gather a unit before its forward and
  * free it after; gather it again before its backward and free it after; prefetch the
- * next unit (forward u+1, backward u−1) on the comm stream when the config asks. */
+ * next unit (forward u+1, backward u−1) on the comm stream when the config asks — issued
+ * before or after waiting for the current unit's gather, never after its compute. */
 int zero3_pre_forward(rl_unit *mu, void *arg);
 int zero3_post_forward(rl_unit *mu, void *arg);
 int zero3_pre_backward(rl_unit *mu, void *arg);
