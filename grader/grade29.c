@@ -271,6 +271,8 @@ static void case_text(sbuf *b, const case29 *c)
         sb_add(b, " in groups of %d", c->group);
     sb_add(b, ", MLP hidden %d x %d blocks, head %d, %lld samples per rank, %d step%s", c->mc.hidden, c->mc.layers,
            c->mc.out_dim, (long long)c->mb, c->steps, c->steps == 1 ? "" : "s");
+    if (c->stage == ZERO_STAGE2 && !c->wrap)
+        sb_add(b, ", one unit (one bucket) for the whole model");
     if (c->stage >= ZERO_STAGE3)
         sb_add(b, ", %s, %s", c->wrap ? "per-block units" : "one unit for the whole model",
                c->fp && c->bp ? "forward+backward prefetch" : c->fp ? "forward prefetch only"
@@ -1119,6 +1121,18 @@ static void check_memory(const case29 *c, const char *what)
                           st == ZERO_STAGE1 ? "No extra gradient buffers."
                           : "A full gradient buffer (2Ψ) defeats the sharded gradients: free each bucket once its "
                           "reduce-scatter is done (the one launched before, when the next unit's is launched)");
+            if (st >= ZERO_STAGE2)
+                ck_assert_msg(M->peak[RL_MEM_GRAD] >= sh + 2 * maxu,
+                              "%s: gradient memory peaked at %lld bytes in step %d on rank %d, less than the gradient "
+                              "shard plus the largest unit's bucket (%lld bytes): a bucket is gradient memory "
+                              "(zero.h: \"bf16 [padded], RL_MEM_GRAD\"), not charged to another category",
+                              what, (long long)M->peak[RL_MEM_GRAD], s, r, (long long)(sh + 2 * maxu));
+            if (st >= ZERO_STAGE3)
+                ck_assert_msg(M->peak[RL_MEM_PARAM] >= sh + 2 * maxu,
+                              "%s: parameter memory peaked at %lld bytes in step %d on rank %d, less than the shard "
+                              "plus the largest gathered unit (%lld bytes): a gathered unit is parameter memory "
+                              "(zero.h: \"a new bf16 buffer ... (RL_MEM_PARAM)\")", what,
+                              (long long)M->peak[RL_MEM_PARAM], s, r, (long long)(sh + 2 * maxu));
             ck_assert_msg(M->peak[RL_MEM_OPTIM] == opt,
                           "%s: optimizer memory peaked at %lld bytes in step %d on rank %d; the fp32 master, m and v "
                           "of this rank's pieces are %lld bytes (12Ψ/N): no extra optimizer buffers", what,
@@ -1399,14 +1413,17 @@ START_TEST(t_z2_params)
 {
     case29 *a = random_case(1, ZERO_STAGE2, worlds_odd, 4, 1);
     a->ready_window = 6 * a->mc.layers + 2; /* every gradient announced at the end, in a random order */
-    case29 *b = case_new();
+    case29 *b = case_new(), *w = random_case(2, ZERO_STAGE2, worlds_odd, 4, 0);
     case_init(b, ZERO_STAGE2, 3, 3); /* the fixed edge: 3 ranks, every unit padded */
-    const case29 *cs[2] = { a, b };
-    print_cases(cs, 2);
+    w->wrap = 0;                     /* one unit (one bucket) for the whole model */
+    const case29 *cs[3] = { a, b, w };
+    print_cases(cs, 3);
     run_and_compare(a, a->ranks, 1, 0);
     run_and_compare(b, 3, 1, 0);
+    run_and_compare(w, w->ranks, 1, 0);
     case_free(a);
     case_free(b);
+    case_free(w);
 }
 END_TEST
 
