@@ -328,7 +328,7 @@ static int w_hook(rl_param *p, void *arg)
 }
 
 /* Copies this rank's reduced gradient pieces (after the reduction) into S->grad. */
-static void snap_grads(zero_engine *e, rank_log *L, step_log *S)
+static void snap_grads(zero_engine *e, step_log *S)
 {
     for (int u = 0; u < e->nunits; u++) {
         zero_unit *U = &e->units[u];
@@ -340,7 +340,6 @@ static void snap_grads(zero_engine *e, rank_log *L, step_log *S)
             rl_tensor_to_f32(t, S->grad + U->shard_off, U->shard);
         rl_tensor_free(t);
     }
-    (void)L;
 }
 
 /* One training step: the calls of zero_train_step in its order, with the harness's marks.
@@ -381,7 +380,7 @@ static int grader_step(case29 *c, zero_engine *e, rl_data *data, int s, rl_batch
         S->red_err = b.s;
         return rc;
     }
-    snap_grads(e, L, S);
+    snap_grads(e, S);
     if (c->stop_after_reduce)
         return 0;
     *what = "zero_shard_adamw";
@@ -424,6 +423,8 @@ static void note_engine(rank_log *L, const zero_engine *e, const rl_model *m)
     L->flat_numel = e->flat_numel;
 }
 
+/* One rank of a case: the model, the engine, the harness's wrappers, the steps, then this
+ * rank's copy of the parameters. Errors are noted in the rank's log, never fatal here. */
 static int train_rank(rl_ctx *ctx, void *arg)
 {
     case29 *c = arg;
@@ -522,6 +523,7 @@ static int train_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
+/* Frees a case and everything its run left. */
 static void case_free(case29 *c)
 {
     for (int r = 0; r < MAXR; r++) {
@@ -683,6 +685,7 @@ static ref29 *baseline(const case29 *c, int G)
     return ref;
 }
 
+/* Frees a baseline. */
 static void ref_free(ref29 *r)
 {
     if (!r)
@@ -832,6 +835,7 @@ typedef struct coll {
     int kind, tag, on_shard, on_rep;
 } coll;
 
+/* Orders collectives by their start on the comm stream. */
 static int coll_cmp(const void *a, const void *b)
 {
     const coll *x = a, *y = b;
@@ -877,6 +881,7 @@ static double idle_in(const case29 *c, int r, int s, double a, double b, const c
 /* Bytes one rank sends for a collective of S bytes on n ranks (ring). */
 static double ring(int kind, int n, double S) { return rl_ring_bytes_per_rank((rl_coll_kind)kind, n, S); }
 
+/* The cost model's bytes per rank per step (calc.h). */
 static double calc_traffic(double psi, int W, int G, rl_calc_zero_kind k)
 {
     rl_calc_zero_in in = { psi, W, 0, G, 2 };
@@ -885,7 +890,7 @@ static double calc_traffic(double psi, int W, int G, rl_calc_zero_kind k)
     return out.traffic_bytes[k];
 }
 
-/* Units (as "u3") of a list of bucket-sized byte counts, for messages. */
+/* The unit(s) a buffer of `bytes` fits ("unit 3", "unit 0/1/2" when blocks are alike), for messages. */
 static void unit_of_bytes(sbuf *b, const rank_log *L, double bytes)
 {
     int any = 0;
@@ -916,6 +921,7 @@ static void formula(double psi, int n, zero_stage st, double k, int group, doubl
         *p /= n;
 }
 
+/* zero_bytes_per_rank against the cost model (total) and the formula (categories, GB, GiB). */
 static void check_mem(double psi, int n, zero_stage st, double k, int group)
 {
     zero_mem got;
@@ -1319,7 +1325,8 @@ static void check_overlap(const case29 *c, const char *what, int check_idle)
 
 /* ================================================================== 29.2 ZeRO-1 */
 
-/* A random case of stage st on a world drawn from worlds[]; prints its cases line. */
+/* A random case of stage st on a world drawn from worlds[] (ready: gradients announced in a
+ * random order, windows of 2 to all parameters). */
 static case29 *random_case(int stream, zero_stage st, const int *worlds, int nworlds, int ready)
 {
     rl_rng g = rl_grade_rng((uint64_t)stream);
@@ -1333,6 +1340,7 @@ static case29 *random_case(int stream, zero_stage st, const int *worlds, int nwo
     return c;
 }
 
+/* Prints the test's one "cases:" line. */
 static void print_cases(const case29 *const *cs, int n)
 {
     sbuf b = { 0 };
@@ -1472,7 +1480,7 @@ START_TEST(t_z2_overlap)
 }
 END_TEST
 
-/* Does msg name unit u (its index as a number of its own, or a model unit's name)? */
+/* Does msg name unit u (its index as a number of its own, or its model unit's name)? */
 static int names_unit(const char *msg, int u, const char *mname)
 {
     char num[16];
@@ -1515,7 +1523,12 @@ START_TEST(t_z2_pending)
                       "zero_finalize_grads returned 0 all the same. It must check that every unit's pending count is "
                       "0 and return an error naming the unit that still waits (the incident of lecture 28: a bucket "
                       "that never becomes ready)", sb_str(&what), r, u);
-        ck_assert_msg(S->red_err && names_unit(S->red_err, u, NULL),
+        char mname[16];
+        if (mu == c->mc.layers)
+            snprintf(mname, sizeof mname, "head");
+        else
+            snprintf(mname, sizeof mname, "block%d", mu);
+        ck_assert_msg(S->red_err && names_unit(S->red_err, u, mname),
                       "%s, rank %d: zero_finalize_grads refused (%d, %s) but its message does not name unit %d, the "
                       "one whose gradients never all arrived: \"%s\"", sb_str(&what), r, S->red_rc,
                       rl_status_name(S->red_rc), u, S->red_err && S->red_err[0] ? S->red_err : "(no message)");
@@ -1631,6 +1644,7 @@ typedef struct want_ag {
     int kind, mu, unit;
 } want_ag;
 
+/* Fills w with them; returns the count. */
 static int want_gathers(const rank_log *L, int fp, int bp, want_ag *w)
 {
     int U = L->nunits, k = 0;
@@ -1810,6 +1824,7 @@ typedef struct mesh_case {
     int refused[MAXR];
 } mesh_case;
 
+/* One rank of a mesh case: builds the mesh and notes what it got. */
 static int mesh_rank(rl_ctx *ctx, void *arg)
 {
     mesh_case *c = arg;
@@ -1841,6 +1856,7 @@ static int mesh_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
+/* Frees a mesh case. */
 static void mesh_free(mesh_case *c)
 {
     for (int w = 0; w < MAXR; w++)
@@ -1963,6 +1979,7 @@ START_TEST(t_hsdp_grads)
 }
 END_TEST
 
+/* One HSDP case: its traffic from the trace, its memory account, 16Ψ/G of model states. */
 static void hsdp_traffic(case29 *c)
 {
     sbuf what = { 0 };
@@ -2010,6 +2027,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ answers file */
 
+/* The cost model for Ψ on n ranks, K = 12. */
 static rl_calc_zero_out zero_calc(double psi, int n)
 {
     rl_calc_zero_in in = { psi, n, 12, 0, 2 };
