@@ -70,6 +70,38 @@ void rl_grade_note(const char *fmt, ...)
     va_end(ap);
 }
 
+void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    if (t->len + (size_t)k + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + (size_t)k + 1)
+            cap *= 2;
+        char *s = realloc(t->s, cap);
+        if (!s)
+            return;
+        t->s = s;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)k;
+}
+
+const char *rl_grade_text_str(const rl_grade_text *t) { return t->s ? t->s : ""; }
+
+void rl_grade_text_free(rl_grade_text *t)
+{
+    free(t->s);
+    memset(t, 0, sizeof *t);
+}
+
 /* In a test's child: a fatal signal after rl_grade_note first writes the note. */
 static void on_fatal_signal(int sig)
 {

@@ -76,6 +76,18 @@ void rl_grade_shuffle(rl_rng *g, int *perm, int n);
  * (a freed buffer still in flight ...) is reported with it instead of a bare "crashed". */
 void rl_grade_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A text that grows as needed: failure messages and case lists are never cut short. */
+typedef struct rl_grade_text {
+    char *s;            /* NULL while empty */
+    size_t len, cap;
+} rl_grade_text;
+/* Appends printf-formatted text (on out of memory the text stays as it was). */
+void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The text ("" when empty). */
+const char *rl_grade_text_str(const rl_grade_text *t);
+/* Frees the text and empties it. */
+void rl_grade_text_free(rl_grade_text *t);
+
 /* ------------------------------------------------------------------ answers files
  * An answers file has one answer per line, `key = value`; `#` starts a comment; blank
  * values mean "not answered". Numbers may use e-notation ("6e6") and may carry a trailing
