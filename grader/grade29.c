@@ -19,7 +19,6 @@
  * solutions/29_zero_fsdp/zero.c. */
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,40 +34,6 @@
 
 /* ================================================================== shared helpers */
 
-/* A growing text buffer for messages that must never be cut short. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-} sbuf;
-
-/* Appends printf-style text to b. */
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0)
-        return;
-    if (b->len + (size_t)k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + (size_t)k + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s)
-            return;
-        b->s = s;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)k;
-}
-
-/* The text of b ("" when empty). */
-static const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
 
 /* What a rank reports back: a status and the whole message (malloc'd, never cut). */
 typedef struct rank_res {
@@ -81,11 +46,11 @@ static void note_err(rank_res *rr, rl_ctx *ctx, int rc, const char *what)
 {
     rr->rc = rc;
     const char *m = ctx ? rl_last_error(ctx) : "";
-    sbuf b = { 0 };
-    sb_add(&b, "%s returned %d (%s)%s%s", what, rc, rl_status_name(rc), m[0] ? ": " : " (no message)", m);
+    rl_grade_text b = { 0 };
+    rl_grade_text_add(&b, "%s returned %d (%s)%s%s", what, rc, rl_status_name(rc), m[0] ? ": " : " (no message)", m);
     free(rr->err);
     rr->err = b.s;
-    rl_grade_note("%s", sb_str(&b));
+    rl_grade_note("%s", rl_grade_text_str(&b));
 }
 
 /* Options of a quiet sim run with a watchdog well inside the test's time limit. */
@@ -161,20 +126,20 @@ static const char *cb_names[CB_N] = { "pre-forward", "post-forward", "pre-backwa
 #define TAG_GATHER 4000                           /* zero_all_gather_params */
 
 /* Human-readable place of a grader tag. */
-static void tag_text(sbuf *b, int tag)
+static void tag_text(rl_grade_text *b, int tag)
 {
     if (tag >= 1 && tag < 1 + CB_N * 64)
-        sb_add(b, "%s of model unit %d", cb_names[(tag - 1) / 64], (tag - 1) % 64);
+        rl_grade_text_add(b, "%s of model unit %d", cb_names[(tag - 1) / 64], (tag - 1) % 64);
     else if (tag >= 1000 && tag < 2000)
-        sb_add(b, "the grad-ready hook (a parameter of unit %d)", tag - 1000);
+        rl_grade_text_add(b, "the grad-ready hook (a parameter of unit %d)", tag - 1000);
     else if (tag == TAG_REDUCE)
-        sb_add(b, "the gradient reduction after backward");
+        rl_grade_text_add(b, "the gradient reduction after backward");
     else if (tag == TAG_OPT)
-        sb_add(b, "zero_shard_adamw");
+        rl_grade_text_add(b, "zero_shard_adamw");
     else if (tag == TAG_GATHER)
-        sb_add(b, "zero_all_gather_params");
+        rl_grade_text_add(b, "zero_all_gather_params");
     else
-        sb_add(b, "forward/backward compute (outside every callback)");
+        rl_grade_text_add(b, "forward/backward compute (outside every callback)");
 }
 
 /* What the engine looked like (support-built: units and buffers). */
@@ -264,23 +229,23 @@ static void case_random(case29 *c, rl_rng *g, zero_stage st, int ranks)
 }
 
 /* Describes a case for the "cases:" line and the messages. */
-static void case_text(sbuf *b, const case29 *c)
+static void case_text(rl_grade_text *b, const case29 *c)
 {
-    sb_add(b, "%s on %d ranks", zero_stage_name(c->stage), c->ranks);
+    rl_grade_text_add(b, "%s on %d ranks", zero_stage_name(c->stage), c->ranks);
     if (c->stage == ZERO_HSDP)
-        sb_add(b, " in groups of %d", c->group);
-    sb_add(b, ", MLP hidden %d x %d blocks, head %d, %lld samples per rank, %d step%s", c->mc.hidden, c->mc.layers,
+        rl_grade_text_add(b, " in groups of %d", c->group);
+    rl_grade_text_add(b, ", MLP hidden %d x %d blocks, head %d, %lld samples per rank, %d step%s", c->mc.hidden, c->mc.layers,
            c->mc.out_dim, (long long)c->mb, c->steps, c->steps == 1 ? "" : "s");
     if (c->stage == ZERO_STAGE2 && !c->wrap)
-        sb_add(b, ", one unit (one bucket) for the whole model");
+        rl_grade_text_add(b, ", one unit (one bucket) for the whole model");
     if (c->stage >= ZERO_STAGE3)
-        sb_add(b, ", %s, %s", c->wrap ? "per-block units" : "one unit for the whole model",
+        rl_grade_text_add(b, ", %s, %s", c->wrap ? "per-block units" : "one unit for the whole model",
                c->fp && c->bp ? "forward+backward prefetch" : c->fp ? "forward prefetch only"
                                 : c->bp ? "backward prefetch only" : "no prefetch");
     if (c->ready_window > 1)
-        sb_add(b, ", gradients ready out of order (window %d)", c->ready_window);
+        rl_grade_text_add(b, ", gradients ready out of order (window %d)", c->ready_window);
     if (c->hw)
-        sb_add(b, ", %s", c->hw->name);
+        rl_grade_text_add(b, ", %s", c->hw->name);
 }
 
 /* The callbacks the harness puts around the engine's. */
@@ -375,8 +340,8 @@ static int grader_step(case29 *c, zero_engine *e, rl_data *data, int s, rl_batch
     S->t_red = rl_stream_time(ctx, RL_STREAM_COMPUTE);
     S->red_rc = rc;
     if (rc) {
-        sbuf b = { 0 };
-        sb_add(&b, "%s", rl_last_error(ctx));
+        rl_grade_text b = { 0 };
+        rl_grade_text_add(&b, "%s", rl_last_error(ctx));
         S->red_err = b.s;
         return rc;
     }
@@ -542,7 +507,7 @@ static void case_free(case29 *c)
 /* Runs the case on its ranks (always with a trace). */
 static void case_launch(case29 *c)
 {
-    sbuf t = { 0 };
+    rl_grade_text t = { 0 };
     case_text(&t, c);
     free(c->text);
     c->text = t.s;
@@ -563,18 +528,18 @@ static void case_launch(case29 *c)
 static void case_run(case29 *c)
 {
     case_launch(c);
-    sbuf what = { 0 };
+    rl_grade_text what = { 0 };
     case_text(&what, c);
     for (int r = 0; r < c->ranks; r++)
         if (c->rk[r].r.rc)
-            ck_abort_msg("%s, rank %d: %s", sb_str(&what), r, c->rk[r].r.err ? c->rk[r].r.err : "(no message)");
+            ck_abort_msg("%s, rank %d: %s", rl_grade_text_str(&what), r, c->rk[r].r.err ? c->rk[r].r.err : "(no message)");
     if (c->launch_rc == RL_ERR_HANG)
         ck_abort_msg("%s never finished: the watchdog found a collective that never completed (every rank must "
-                     "issue the same collectives in the same order). The report is below.", sb_str(&what));
+                     "issue the same collectives in the same order). The report is below.", rl_grade_text_str(&what));
     if (c->launch_rc)
-        ck_abort_msg("%s failed: %s (the runtime's report is below)", sb_str(&what), rl_status_name(c->launch_rc));
-    ck_assert_msg(c->trace, "%s: the run left no trace", sb_str(&what));
-    free(what.s);
+        ck_abort_msg("%s failed: %s (the runtime's report is below)", rl_grade_text_str(&what), rl_status_name(c->launch_rc));
+    ck_assert_msg(c->trace, "%s: the run left no trace", rl_grade_text_str(&what));
+    rl_grade_text_free(&what);
 }
 
 /* A new case on the heap (the structure is large). */
@@ -891,16 +856,16 @@ static double calc_traffic(double psi, int W, int G, rl_calc_zero_kind k)
 }
 
 /* The unit(s) a buffer of `bytes` fits ("unit 3", "unit 0/1/2" when blocks are alike), for messages. */
-static void unit_of_bytes(sbuf *b, const rank_log *L, double bytes)
+static void unit_of_bytes(rl_grade_text *b, const rank_log *L, double bytes)
 {
     int any = 0;
     for (int u = 0; u < L->nunits; u++)
         if (2.0 * (double)L->u[u].padded == bytes) {
-            sb_add(b, "%s%d", any ? "/" : "unit ", u);
+            rl_grade_text_add(b, "%s%d", any ? "/" : "unit ", u);
             any = 1;
         }
     if (!any)
-        sb_add(b, "%.0f B (no unit's size)", bytes);
+        rl_grade_text_add(b, "%.0f B (no unit's size)", bytes);
 }
 
 /* ================================================================== 29.1 memory model */
@@ -983,7 +948,7 @@ START_TEST(t_mem_sizes)
         check_mem(7e9, 8, (zero_stage)st, -1, 0); /* k <= 0: the default K = 12 */
     }
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     double ks[] = { 8, 12, 16, 0, -1, 10.5 };
     for (int i = 0; i < 24; i++) {
         double psi = floor(pow(10, 3 + 9 * rl_rng_uniform(&g)));
@@ -991,11 +956,11 @@ START_TEST(t_mem_sizes)
         double k = ks[rl_grade_pick(&g, 0, 5)];
         zero_stage st = (zero_stage)rl_grade_pick(&g, ZERO_DDP, ZERO_STAGE3);
         int group = rl_grade_pick(&g, 0, 3); /* ignored outside hsdp, even when it does not divide n */
-        sb_add(&cases, "%sΨ=%.0f n=%d %s k=%g", i ? "; " : "", psi, n, zero_stage_name(st), k);
+        rl_grade_text_add(&cases, "%sΨ=%.0f n=%d %s k=%g", i ? "; " : "", psi, n, zero_stage_name(st), k);
         check_mem(psi, n, st, k, group);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
 }
 END_TEST
 
@@ -1007,16 +972,16 @@ START_TEST(t_mem_hsdp)
         check_mem(7.5e9, cases[i][0], ZERO_HSDP, 16, cases[i][1]);
     }
     rl_rng g = rl_grade_rng(1);
-    sbuf sb = { 0 };
+    rl_grade_text sb = { 0 };
     for (int i = 0; i < 10; i++) {
         int G = rl_grade_pick(&g, 1, 12), R = rl_grade_pick(&g, 1, 40);
         double psi = floor(pow(10, 6 + 6 * rl_rng_uniform(&g)));
         double k = i % 3 ? 12 : 0;
-        sb_add(&sb, "%sn=%d G=%d Ψ=%.0f k=%g", i ? "; " : "", G * R, G, psi, k);
+        rl_grade_text_add(&sb, "%sn=%d G=%d Ψ=%.0f k=%g", i ? "; " : "", G * R, G, psi, k);
         check_mem(psi, G * R, ZERO_HSDP, k, G);
     }
-    printf("cases: %s\n", sb_str(&sb));
-    free(sb.s);
+    printf("cases: %s\n", rl_grade_text_str(&sb));
+    rl_grade_text_free(&sb);
 }
 END_TEST
 
@@ -1167,7 +1132,7 @@ static void check_traffic(const case29 *c, const char *what)
             double sent_shard = 0, sent_rep = 0, ar_bytes = 0;
             for (int i = 0; i < nc; i++) {
                 coll *x = &v[i];
-                sbuf where = { 0 };
+                rl_grade_text where = { 0 };
                 tag_text(&where, x->tag);
                 if (x->on_shard)
                     sent_shard += ring(x->kind, n, x->bytes);
@@ -1181,13 +1146,13 @@ static void check_traffic(const case29 *c, const char *what)
                     if (st == ZERO_STAGE1)
                         ck_assert_msg(x->tag == TAG_REDUCE, "%s, rank %d, step %d: a reduce-scatter was issued in %s; "
                                       "ZeRO-1 reduce-scatters every unit's gradients after backward, in "
-                                      "zero1_reduce_scatter_grads", what, r, s, sb_str(&where));
+                                      "zero1_reduce_scatter_grads", what, r, s, rl_grade_text_str(&where));
                     else
                         ck_assert_msg(hook_u >= 0 && hook_u < U && 2.0 * (double)L->u[hook_u].padded == x->bytes,
                                       "%s, rank %d, step %d: a reduce-scatter of %.0f bytes was issued in %s; the "
                                       "grad-ready hook launches each unit's bucket (2 x padded bytes) the moment the "
                                       "unit's last gradient is ready (handout 29.3: \"the grad-ready hook "
-                                      "reduce-scatters the bucket ...\")", what, r, s, x->bytes, sb_str(&where));
+                                      "reduce-scatters the bucket ...\")", what, r, s, x->bytes, rl_grade_text_str(&where));
                     if (hook_u >= 0 && hook_u < U)
                         rs_of[hook_u]++;
                 } else if (x->kind == RL_COLL_ALL_GATHER) {
@@ -1197,28 +1162,28 @@ static void check_traffic(const case29 *c, const char *what)
                     if (st <= ZERO_STAGE2)
                         ck_assert_msg(x->tag == TAG_GATHER, "%s, rank %d, step %d: an all-gather was issued in %s; "
                                       "ZeRO-1/2 all-gather the updated parameters after AdamW, in "
-                                      "zero_all_gather_params", what, r, s, sb_str(&where));
+                                      "zero_all_gather_params", what, r, s, rl_grade_text_str(&where));
                     else
                         ck_assert_msg(x->tag >= 1 && x->tag < 1 + CB_N * 64 &&
                                       ((x->tag - 1) / 64 == CB_PRE_F || (x->tag - 1) / 64 == CB_PRE_B),
                                       "%s, rank %d, step %d: an all-gather was issued in %s; ZeRO-3 gathers a unit "
                                       "before its forward and before its backward (and prefetches there)", what, r, s,
-                                      sb_str(&where));
+                                      rl_grade_text_str(&where));
                 } else if (x->kind == RL_COLL_ALL_REDUCE) {
                     n_ar++;
                     ar_bytes += x->bytes;
                     ck_assert_msg(st == ZERO_HSDP && x->on_rep,
                                   "%s, rank %d, step %d: an all-reduce (%.0f bytes) was issued in %s; %s", what, r, s,
-                                  x->bytes, sb_str(&where),
+                                  x->bytes, rl_grade_text_str(&where),
                                   st == ZERO_HSDP ? "HSDP all-reduces the gradient pieces across the replica "
                                   "communicator only" : "this stage reduces with reduce-scatters only (an all-reduce "
                                   "sends the whole gradient to every rank: 2x the bytes)");
                 } else {
                     ck_abort_msg("%s, rank %d, step %d: a %s was issued in %s; the stage uses reduce-scatters and "
                                  "all-gathers%s only", what, r, s, rl_coll_name((rl_coll_kind)x->kind),
-                                 sb_str(&where), st == ZERO_HSDP ? " (and the all-reduce across replicas)" : "");
+                                 rl_grade_text_str(&where), st == ZERO_HSDP ? " (and the all-reduce across replicas)" : "");
                 }
-                free(where.s);
+                rl_grade_text_free(&where);
             }
             free(v);
             int want_ag = st >= ZERO_STAGE3 ? 2 * U : U;
@@ -1343,28 +1308,28 @@ static case29 *random_case(int stream, zero_stage st, const int *worlds, int nwo
 /* Prints the test's one "cases:" line. */
 static void print_cases(const case29 *const *cs, int n)
 {
-    sbuf b = { 0 };
+    rl_grade_text b = { 0 };
     for (int i = 0; i < n; i++) {
-        sb_add(&b, "%s", i ? "; " : "");
+        rl_grade_text_add(&b, "%s", i ? "; " : "");
         case_text(&b, cs[i]);
     }
-    printf("cases: %s\n", sb_str(&b));
-    free(b.s);
+    printf("cases: %s\n", rl_grade_text_str(&b));
+    rl_grade_text_free(&b);
 }
 
 /* Runs c, checks its parameters (and gradients) against the baseline of groups of G. */
 static void run_and_compare(case29 *c, int G, int params, int grads)
 {
-    sbuf what = { 0 };
+    rl_grade_text what = { 0 };
     case_text(&what, c);
     case_run(c);
     ref29 *ref = baseline(c, G);
     if (params)
-        check_params(c, ref, sb_str(&what));
+        check_params(c, ref, rl_grade_text_str(&what));
     if (grads)
-        check_grads(c, ref, sb_str(&what));
+        check_grads(c, ref, rl_grade_text_str(&what));
     ref_free(ref);
-    free(what.s);
+    rl_grade_text_free(&what);
 }
 
 static const int worlds_odd[] = { 3, 4, 5, 6 };
@@ -1506,15 +1471,15 @@ START_TEST(t_z2_pending)
     int mu = rl_grade_pick(&g, 0, c->mc.layers); /* head = layers */
     int first = 6 * mu, count = mu == c->mc.layers ? 2 : 6;
     c->drop_param = first + rl_grade_pick(&g, 0, count - 1);
-    sbuf what = { 0 };
+    rl_grade_text what = { 0 };
     case_text(&what, c);
-    printf("cases: %s; the grad-ready hook of parameter %d (unit %d) never fires\n", sb_str(&what), c->drop_param, mu);
+    printf("cases: %s; the grad-ready hook of parameter %d (unit %d) never fires\n", rl_grade_text_str(&what), c->drop_param, mu);
     case_launch(c);
     for (int r = 0; r < c->ranks; r++) {
         const rank_log *L = &c->rk[r];
         if (L->r.rc)
-            ck_abort_msg("%s, rank %d: %s", sb_str(&what), r, L->r.err ? L->r.err : "(no message)");
-        ck_assert_msg(L->have_engine, "%s, rank %d: no engine", sb_str(&what), r);
+            ck_abort_msg("%s, rank %d: %s", rl_grade_text_str(&what), r, L->r.err ? L->r.err : "(no message)");
+        ck_assert_msg(L->have_engine, "%s, rank %d: no engine", rl_grade_text_str(&what), r);
         int u = L->mu_unit[mu];
         const step_log *S = &L->st[0];
         ck_assert_msg(S->red_rc != 0,
@@ -1522,7 +1487,7 @@ START_TEST(t_z2_pending)
                       "grad-ready hook never fired), so that unit's bucket was never reduce-scattered; "
                       "zero_finalize_grads returned 0 all the same. It must check that every unit's pending count is "
                       "0 and return an error naming the unit that still waits (the incident of lecture 28: a bucket "
-                      "that never becomes ready)", sb_str(&what), r, u);
+                      "that never becomes ready)", rl_grade_text_str(&what), r, u);
         char mname[16];
         if (mu == c->mc.layers)
             snprintf(mname, sizeof mname, "head");
@@ -1530,12 +1495,12 @@ START_TEST(t_z2_pending)
             snprintf(mname, sizeof mname, "block%d", mu);
         ck_assert_msg(S->red_err && names_unit(S->red_err, u, mname),
                       "%s, rank %d: zero_finalize_grads refused (%d, %s) but its message does not name unit %d, the "
-                      "one whose gradients never all arrived: \"%s\"", sb_str(&what), r, S->red_rc,
+                      "one whose gradients never all arrived: \"%s\"", rl_grade_text_str(&what), r, S->red_rc,
                       rl_status_name(S->red_rc), u, S->red_err && S->red_err[0] ? S->red_err : "(no message)");
     }
-    ck_assert_msg(c->launch_rc == 0 || c->launch_rc == RL_ERR_ARG, "%s: the run ended with %s", sb_str(&what),
+    ck_assert_msg(c->launch_rc == 0 || c->launch_rc == RL_ERR_ARG, "%s: the run ended with %s", rl_grade_text_str(&what),
                   rl_status_name(c->launch_rc));
-    free(what.s);
+    rl_grade_text_free(&what);
     case_free(c);
 }
 END_TEST
@@ -1666,17 +1631,17 @@ static int want_gathers(const rank_log *L, int fp, int bp, want_ag *w)
 }
 
 /* Writes the all-gather schedule (callback: units) of a list, for messages. */
-static void sched_text(sbuf *b, const rank_log *L, const want_ag *w, int nw, const coll *v, int nv)
+static void sched_text(rl_grade_text *b, const rank_log *L, const want_ag *w, int nw, const coll *v, int nv)
 {
     if (w) {
         for (int i = 0; i < nw; i++)
-            sb_add(b, "%s%s of model unit %d: unit %d", i ? ", " : "", cb_names[w[i].kind], w[i].mu, w[i].unit);
+            rl_grade_text_add(b, "%s%s of model unit %d: unit %d", i ? ", " : "", cb_names[w[i].kind], w[i].mu, w[i].unit);
         return;
     }
     for (int i = 0; i < nv; i++) {
-        sb_add(b, "%s", i ? ", " : "");
+        rl_grade_text_add(b, "%s", i ? ", " : "");
         tag_text(b, v[i].tag);
-        sb_add(b, ": ");
+        rl_grade_text_add(b, ": ");
         unit_of_bytes(b, L, v[i].bytes);
     }
 }
@@ -1709,7 +1674,7 @@ static void check_schedule(const case29 *c, const char *what)
                 ok = ok && same;
             }
             if (!ok) {
-                sbuf got = { 0 }, want = { 0 };
+                rl_grade_text got = { 0 }, want = { 0 };
                 sched_text(&got, L, NULL, 0, ag, na);
                 sched_text(&want, L, w, nw, NULL, 0);
                 ck_abort_msg("%s, rank %d, step %d: the all-gathers ran in this order (where each was issued: the "
@@ -1719,7 +1684,7 @@ static void check_schedule(const case29 *c, const char *what)
                              "\"with forward_prefetch start gathering unit u+1 while u computes; with "
                              "backward_prefetch unit u-1 during u's backward\"). A unit gathered twice, a unit "
                              "missing (a stale copy reused) or a prefetch in the wrong direction shows here",
-                             what, r, s, sb_str(&got), sb_str(&want));
+                             what, r, s, rl_grade_text_str(&got), rl_grade_text_str(&want));
             }
             for (int i = 0; i < nw; i++) {
                 const unit_info *U = &L->u[w[i].unit];
@@ -1914,22 +1879,22 @@ START_TEST(t_hsdp_mesh)
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         check_mesh(fixed[i][0], fixed[i][1]);
     rl_rng g = rl_grade_rng(1);
-    sbuf sb = { 0 };
+    rl_grade_text sb = { 0 };
     for (int i = 0; i < 3; i++) {
         int W = rl_grade_pick(&g, 2, 12), G;
         do
             G = rl_grade_pick(&g, 1, W);
         while (W % G);
-        sb_add(&sb, "%sworld %d group %d", i ? "; " : "", W, G);
+        rl_grade_text_add(&sb, "%sworld %d group %d", i ? "; " : "", W, G);
         check_mesh(W, G);
     }
     int W = 2 * rl_grade_pick(&g, 2, 6), G;
     do
         G = rl_grade_pick(&g, 3, W + 2);
     while (W % G == 0);
-    sb_add(&sb, "; refused: world %d group %d, world 4 group 3, world 6 group 0", W, G);
-    printf("cases: %s\n", sb_str(&sb));
-    free(sb.s);
+    rl_grade_text_add(&sb, "; refused: world %d group %d, world 4 group 3, world 6 group 0", W, G);
+    printf("cases: %s\n", rl_grade_text_str(&sb));
+    rl_grade_text_free(&sb);
     check_mesh_refused(4, 3);
     check_mesh_refused(W, G);
     check_mesh_refused(6, 0);
@@ -1982,21 +1947,21 @@ END_TEST
 /* One HSDP case: its traffic from the trace, its memory account, 16Ψ/G of model states. */
 static void hsdp_traffic(case29 *c)
 {
-    sbuf what = { 0 };
+    rl_grade_text what = { 0 };
     case_text(&what, c);
     case_run(c);
     const rank_log *L = &c->rk[0];
     ck_assert_msg(L->n == c->group && L->rep == c->ranks / c->group,
-                  "%s: the shard group has %d ranks and the replica group %d; expected %d and %d", sb_str(&what),
+                  "%s: the shard group has %d ranks and the replica group %d; expected %d and %d", rl_grade_text_str(&what),
                   L->n, L->rep, c->group, c->ranks / c->group);
-    check_traffic(c, sb_str(&what));
-    check_memory(c, sb_str(&what));
+    check_traffic(c, rl_grade_text_str(&what));
+    check_memory(c, rl_grade_text_str(&what));
     double per = 16.0 * (double)c->psi / c->group;
     const rl_mem_account *M = &L->st[c->steps - 1].mem;
     double states = (double)(M->current[RL_MEM_PARAM] + M->current[RL_MEM_GRAD] + M->current[RL_MEM_OPTIM]);
     ck_assert_msg(fabs(states - per) <= 0.01 * per + 64, "%s: %.0f bytes of model states on rank 0; (2+2+12)Ψ/G = %.0f",
-                  sb_str(&what), states, per);
-    free(what.s);
+                  rl_grade_text_str(&what), states, per);
+    rl_grade_text_free(&what);
 }
 
 START_TEST(t_hsdp_traffic)

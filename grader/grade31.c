@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,45 +41,6 @@ static rl_opts gopts(int n)
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-/* A string that grows as needed (case lists and scenario descriptions are never cut). */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends printf-formatted text. */
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    va_list ap, aq;
-    va_start(ap, fmt);
-    va_copy(aq, ap);
-    int k = vsnprintf(NULL, 0, fmt, aq);
-    va_end(aq);
-    if (k >= 0 && b->n + (size_t)k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + (size_t)k + 1)
-            cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (ns)
-            b->s = ns, b->cap = cap;
-    }
-    if (k >= 0 && b->n + (size_t)k + 1 <= b->cap) {
-        vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-        b->n += (size_t)k;
-    }
-    va_end(ap);
-}
-
-/* The text so far ("" when empty). */
-static const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
-/* Frees the text. */
-static void sb_free(sbuf *b)
-{
-    free(b->s);
-    memset(b, 0, sizeof *b);
-}
 
 /* A field that may be empty, as printed in a message. */
 static const char *nz(const char *s) { return s && s[0] ? s : "(none)"; }
@@ -253,14 +213,14 @@ START_TEST(t_mesh_3d)
     static const int gpns[] = { 8, 4, 6, 2 };
     rl_mesh_shape rs[6];
     int rg[6];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 6; i++) {
         rs[i] = random_shape(&g, 512, 0);
         rg[i] = gpns[rl_grade_pick(&g, 0, 3)];
-        sb_add(&cs, "%sdp=%d pp=%d tp=%d on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].pp, rs[i].tp, rg[i]);
+        rl_grade_text_add(&cs, "%sdp=%d pp=%d tp=%d on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].pp, rs[i].tp, rg[i]);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         check_layout(shapes[i][0], shapes[i][1], shapes[i][2], 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, hw);
         if (!rl_grade_quick())
@@ -284,15 +244,15 @@ START_TEST(t_mesh_cp_ep_order)
     static const int gpns[] = { 8, 4, 6 };
     rl_mesh_shape rs[8];
     int rg[8];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 8; i++) {
         rs[i] = random_shape(&g, 256, 1);
         rg[i] = gpns[rl_grade_pick(&g, 0, 2)];
-        sb_add(&cs, "%sdp=%d (ep=%d) pp=%d cp=%d tp=%d %s on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].ep,
+        rl_grade_text_add(&cs, "%sdp=%d (ep=%d) pp=%d cp=%d tp=%d %s on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].ep,
                rs[i].pp, rs[i].cp, rs[i].tp, order_name(rs[i].order), rg[i]);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int *s = shapes[i];
         check_layout(s[0], s[1], s[2], s[3], s[4], RL_MESH_ORDER_TP_CP_PP_DP, hw);
@@ -356,7 +316,7 @@ START_TEST(t_mesh_bad)
     rl_rng g = rl_grade_rng(3);
     bad_shape rb[5];
     char what[5][96];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     {
         int dp = rl_grade_pick(&g, 1, 9), pp = rl_grade_pick(&g, 1, 5), tp = rl_grade_pick(&g, 1, 8);
         int W = dp * pp * tp + rl_grade_pick(&g, 1, 7) * (rl_grade_pick(&g, 0, 1) ? 1 : -1);
@@ -394,9 +354,9 @@ START_TEST(t_mesh_bad)
         rb[4] = (bad_shape){ W, 1, 1, 1, 1, 0, W, what[4], NULL, W, NO_NUM };
     }
     for (int i = 0; i < 5; i++)
-        sb_add(&cs, "%s%s", i ? "; " : "", rb[i].what);
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+        rl_grade_text_add(&cs, "%s%s", i ? "; " : "", rb[i].what);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < 5; i++)
         check_bad_shape(&rb[i]);
 }
@@ -431,7 +391,7 @@ START_TEST(t_mesh_warning)
     static const int gpns[] = { 4, 6, 8 };
     rl_mesh_shape rs[6];
     int rg[6];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 6; i++) {
         int gpn = gpns[rl_grade_pick(&g, 0, 2)], tp;
         do
@@ -445,11 +405,11 @@ START_TEST(t_mesh_warning)
         rs[i].pp = rl_grade_pick(&g, 1, 3);
         rs[i].dp = (rest + rs[i].pp - 1) / rs[i].pp + rl_grade_pick(&g, 0, 1);
         rg[i] = gpn;
-        sb_add(&cs, "%sdp=%d pp=%d tp=%d %s on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].pp, tp,
+        rl_grade_text_add(&cs, "%sdp=%d pp=%d tp=%d %s on %d-GPU nodes", i ? "; " : "", rs[i].dp, rs[i].pp, tp,
                order_name(rs[i].order), gpn);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < 6; i++) {
         rl_hw h = hw_nodes(rg[i]);
         check_layout(rs[i].dp, rs[i].pp, rs[i].tp, 1, 1, rs[i].order, &h);
@@ -531,15 +491,15 @@ static int comm_shapes(rl_rng *g, rl_mesh_shape *out)
     int n = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         out[n++] = fixed[i];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 3; i++) {
         rl_mesh_shape s = random_shape(g, LAB31_MAX_RANKS, 1);
         out[n++] = s;
-        sb_add(&cs, "%sdp=%d (ep=%d) pp=%d cp=%d tp=%d %s", i ? "; " : "", s.dp, s.ep, s.pp, s.cp, s.tp,
+        rl_grade_text_add(&cs, "%sdp=%d (ep=%d) pp=%d cp=%d tp=%d %s", i ? "; " : "", s.dp, s.ep, s.pp, s.cp, s.tp,
                order_name(s.order));
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     return n;
 }
 
@@ -576,9 +536,9 @@ END_TEST
 static void check_mesh_record(const rl_trace *t, const rl_mesh_shape *s, const char *st)
 {
     int W = s->dp * s->pp * s->tp * s->cp, prod = 1, seen_dp = 0, seen_ep = 0, seen_edp = 0, seen_cp = 0;
-    sbuf got = { 0 };
+    rl_grade_text got = { 0 };
     for (int i = 0; i < t->mesh_ndims; i++)
-        sb_add(&got, "%s%s=%d", i ? " " : "", t->mesh_names[i], t->mesh_sizes[i]);
+        rl_grade_text_add(&got, "%s%s=%d", i ? " " : "", t->mesh_names[i], t->mesh_sizes[i]);
     CHECK(t->mesh_ndims > 0, "%s: no mesh was recorded for the mesh view: rank 0 must call "
                   "rl_ctx_set_mesh (lab31.h: \"rank 0 records the mesh for the TUI's mesh view\")", st);
     for (int i = 0; i < t->mesh_ndims; i++) {
@@ -587,7 +547,7 @@ static void check_mesh_record(const rl_trace *t, const rl_mesh_shape *s, const c
                  : strcmp(n, "dp") == 0 ? s->dp : strcmp(n, "ep") == 0 ? s->ep : strcmp(n, "edp") == 0 ? s->dp / s->ep
                  : -1;
         CHECK(want == t->mesh_sizes[i], "%s: the recorded mesh is «%s»; dimension '%s' has size %d, "
-                      "expected %d (names tp, cp, pp, dp or edp and ep)", st, nz(sb_str(&got)), n, t->mesh_sizes[i],
+                      "expected %d (names tp, cp, pp, dp or edp and ep)", st, nz(rl_grade_text_str(&got)), n, t->mesh_sizes[i],
                       want);
         prod *= t->mesh_sizes[i];
         seen_dp += strcmp(n, "dp") == 0, seen_ep += strcmp(n, "ep") == 0, seen_edp += strcmp(n, "edp") == 0;
@@ -596,8 +556,8 @@ static void check_mesh_record(const rl_trace *t, const rl_mesh_shape *s, const c
     CHECK(prod == W && seen_cp == (s->cp > 1) && (s->ep > 1 ? seen_ep == 1 && seen_edp == 1 && !seen_dp
                                                                      : !seen_ep && !seen_edp && seen_dp <= 1),
                   "%s: the recorded mesh is «%s»; expected the sizes to multiply to the %d ranks, cp only when > 1 "
-                  "and dp as {edp, ep} when ep > 1", st, nz(sb_str(&got)), W);
-    sb_free(&got);
+                  "and dp as {edp, ep} when ep > 1", st, nz(rl_grade_text_str(&got)), W);
+    rl_grade_text_free(&got);
 }
 
 START_TEST(t_mesh_split_order)
@@ -962,15 +922,15 @@ static void td_check(const td_shape *sh, int what)
 static void td_draw(uint64_t stream, td_shape *out, int n)
 {
     rl_rng g = rl_grade_rng(stream);
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < n; i++) {
         char st[240];
         out[i] = td_random(&g);
         td_text(st, sizeof st, &out[i]);
-        sb_add(&cs, "%s%s", i ? "; " : "", st);
+        rl_grade_text_add(&cs, "%s%s", i ? "; " : "", st);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
 }
 
 START_TEST(t_3d_full)
@@ -1211,15 +1171,15 @@ typedef struct moe_spec {
     char hot_buf[64];
 } moe_spec;
 
-static void moe_text(sbuf *b, const moe_spec *s)
+static void moe_text(rl_grade_text *b, const moe_spec *s)
 {
     int W = s->ep * s->groups;
-    sb_add(b, "E=%d k=%d ep=%d cf=%g%s%s, tokens per rank", s->E, s->k, s->ep, s->cf, s->hot ? ", " : "",
+    rl_grade_text_add(b, "E=%d k=%d ep=%d cf=%g%s%s, tokens per rank", s->E, s->k, s->ep, s->cf, s->hot ? ", " : "",
            s->hot ? s->hot : "");
     for (int r = 0; r < W; r++)
-        sb_add(b, "%s%lld", r ? "," : " ", (long long)s->T[r]);
+        rl_grade_text_add(b, "%s%lld", r ? "," : " ", (long long)s->T[r]);
     if (s->groups > 1)
-        sb_add(b, " (%d EP groups)", s->groups);
+        rl_grade_text_add(b, " (%d EP groups)", s->groups);
 }
 
 /* Runs the case and checks what `what` asks (MOE_* bits) against the one-rank reference. */
@@ -1231,9 +1191,9 @@ static void moe_check(const moe_spec *sp, int what)
     c->cfg = moe_cfg(E, k, ep, cf);
     c->groups = W / ep;
     int h = c->cfg.hidden, f = c->cfg.ffn;
-    sbuf dsc = { 0 };
+    rl_grade_text dsc = { 0 };
     moe_text(&dsc, sp);
-    const char *st = sb_str(&dsc);
+    const char *st = rl_grade_text_str(&dsc);
     rl_fault hot;
     memset(&hot, 0, sizeof hot);
     if (sp->hot) {
@@ -1333,7 +1293,7 @@ static void moe_check(const moe_spec *sp, int what)
                           "forward makes two: dispatch (\"dispatch with all-to-all(v)\") and combine back", st, r, na,
                           c->ep_name[r]);
             for (int j = 0; j < 2; j++) {
-                sbuf gotb = { 0 }, wantb = { 0 };
+                rl_grade_text gotb = { 0 }, wantb = { 0 };
                 int ok = a2a[j]->npeers == ep && a2a[j]->peer_bytes;
                 for (int q = 0; q < ep; q++) {
                     int64_t rows = 0;
@@ -1341,17 +1301,17 @@ static void moe_check(const moe_spec *sp, int what)
                         rows += j == 0 ? ref[r].kept[q * epr + le] : ref[g0 + q].kept[me * epr + le];
                     int64_t want = rows * h * 4, got = ok ? a2a[j]->peer_bytes[q] : -1;
                     ok = ok && got == want;
-                    sb_add(&wantb, "%s%lld", q ? ", " : "", (long long)want);
-                    sb_add(&gotb, "%s%lld", q ? ", " : "", (long long)got);
+                    rl_grade_text_add(&wantb, "%s%lld", q ? ", " : "", (long long)want);
+                    rl_grade_text_add(&gotb, "%s%lld", q ? ", " : "", (long long)got);
                 }
                 CHECK(ok, "%s: rank %d's %s all-to-all(v) sent [%s] bytes to the ranks of its EP group; "
-                              "expected [%s]: %s", st, r, j ? "combine" : "dispatch", sb_str(&gotb), sb_str(&wantb),
+                              "expected [%s]: %s", st, r, j ? "combine" : "dispatch", rl_grade_text_str(&gotb), rl_grade_text_str(&wantb),
                               j ? "each expert's output rows go back to the rank their token came from (h f32 per "
                                   "kept slot)"
                                 : "each kept slot's h-vector (f32) goes once to the rank that owns its expert "
                                   "(expert e on EP rank e / (E/ep)); dropped slots are not sent");
-                sb_free(&gotb);
-                sb_free(&wantb);
+                rl_grade_text_free(&gotb);
+                rl_grade_text_free(&wantb);
             }
             double limit = 8.0 * E * ep + 64;
             CHECK(other <= limit, "%s: rank %d moved %.0f bytes in collectives other than the two "
@@ -1393,7 +1353,7 @@ static void moe_check(const moe_spec *sp, int what)
             free(c->err[r]);
     }
     free(ref);
-    sb_free(&dsc);
+    rl_grade_text_free(&dsc);
     free(c);
 }
 
@@ -1444,24 +1404,24 @@ static moe_spec moe_random(rl_rng *g, int min_ep, int groups)
 static void moe_draw(uint64_t stream, moe_spec *out, int n, int min_ep, int groups)
 {
     rl_rng g = rl_grade_rng(stream);
-    sbuf cs = { 0 };
-    sb_add(&cs, "cases: ");
+    rl_grade_text cs = { 0 };
+    rl_grade_text_add(&cs, "cases: ");
     for (int i = 0; i < n; i++) {
         out[i] = moe_random(&g, min_ep, groups);
         if (out[i].hot) /* the struct moved: point at its own buffer */
             out[i].hot = out[i].hot_buf;
         if (i)
-            sb_add(&cs, "; ");
+            rl_grade_text_add(&cs, "; ");
         moe_text(&cs, &out[i]);
     }
-    printf("%s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("%s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
 }
 
 START_TEST(t_moe_route)
 {
     rl_rng g = rl_grade_rng(20);
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     int n = 8;
     struct { int64_t T; int E, k, ties; } cs_[8];
     for (int i = 0; i < n; i++) {
@@ -1471,11 +1431,11 @@ START_TEST(t_moe_route)
         cs_[i].ties = i < 6; /* logits from a few integers: exact ties */
         if (i == 0)
             cs_[i].k = cs_[i].E; /* every expert chosen */
-        sb_add(&cs, "%sT=%lld E=%d k=%d%s", i ? "; " : "", (long long)cs_[i].T, cs_[i].E, cs_[i].k,
+        rl_grade_text_add(&cs, "%sT=%lld E=%d k=%d%s", i ? "; " : "", (long long)cs_[i].T, cs_[i].E, cs_[i].k,
                cs_[i].ties ? " (tied logits)" : "");
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < n; i++) {
         int64_t T = cs_[i].T;
         int E = cs_[i].E, k = cs_[i].k;
@@ -1497,28 +1457,28 @@ START_TEST(t_moe_route)
         CHECK(rc == 0, "moe_route(T=%lld, E=%d, k=%d) returned %s: %s", (long long)T, E, k,
                       rl_status_name(rc), nz(rl_last_error(NULL)));
         for (int64_t t = 0; t < T; t++) {
-            sbuf zl = { 0 }, gl = { 0 }, wl = { 0 };
+            rl_grade_text zl = { 0 }, gl = { 0 }, wl = { 0 };
             for (int e = 0; e < E; e++)
-                sb_add(&zl, "%s%g", e ? ", " : "", z[t * E + e]);
+                rl_grade_text_add(&zl, "%s%g", e ? ", " : "", z[t * E + e]);
             for (int j = 0; j < k; j++) {
-                sb_add(&gl, "%s%d", j ? ", " : "", gids[t * k + j]);
-                sb_add(&wl, "%s%d", j ? ", " : "", ids[t * k + j]);
+                rl_grade_text_add(&gl, "%s%d", j ? ", " : "", gids[t * k + j]);
+                rl_grade_text_add(&wl, "%s%d", j ? ", " : "", ids[t * k + j]);
             }
             for (int j = 0; j < k; j++)
                 CHECK(gids[t * k + j] == ids[t * k + j],
                               "T=%lld E=%d k=%d, token %lld, logits [%s]: experts [%s], expected [%s] (the k most "
                               "probable, best first; lab31.h: \"ties → lower id\")", (long long)T, E, k, (long long)t,
-                              sb_str(&zl), sb_str(&gl), sb_str(&wl));
+                              rl_grade_text_str(&zl), rl_grade_text_str(&gl), rl_grade_text_str(&wl));
             for (int e = 0; e < E; e++)
                 CHECK(fabs(gp[t * E + e] - p[t * E + e]) <= 1e-6 * p[t * E + e] + 1e-9,
                               "T=%lld E=%d k=%d, token %lld, logits [%s]: probs[%d] = %.8g, softmax over all E gives "
-                              "%.8g", (long long)T, E, k, (long long)t, sb_str(&zl), e, gp[t * E + e], p[t * E + e]);
+                              "%.8g", (long long)T, E, k, (long long)t, rl_grade_text_str(&zl), e, gp[t * E + e], p[t * E + e]);
             for (int j = 0; j < k; j++)
                 CHECK(fabs(gw[t * k + j] - w[t * k + j]) <= 1e-5 * w[t * k + j] + 1e-9,
                               "T=%lld E=%d k=%d, token %lld, logits [%s]: weight[%d] = %.8g, expected %.8g (pᵢ / Σ of "
-                              "the chosen p)", (long long)T, E, k, (long long)t, sb_str(&zl), j, gw[t * k + j],
+                              "the chosen p)", (long long)T, E, k, (long long)t, rl_grade_text_str(&zl), j, gw[t * k + j],
                               w[t * k + j]);
-            sb_free(&zl), sb_free(&gl), sb_free(&wl);
+            rl_grade_text_free(&zl), rl_grade_text_free(&gl), rl_grade_text_free(&wl);
         }
         free(z), free(p), free(gp), free(w), free(gw), free(ids), free(gids);
     }
@@ -1528,7 +1488,7 @@ END_TEST
 START_TEST(t_moe_plan)
 {
     rl_rng g = rl_grade_rng(21);
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     enum { NP = 10 };
     struct { int64_t T; int E, k, ep, hot; double cf; } pc[NP];
     for (int i = 0; i < NP; i++) {
@@ -1547,11 +1507,11 @@ START_TEST(t_moe_plan)
         pc[i].hot = rl_grade_pick(&g, 0, 1) ? rl_grade_pick(&g, 0, pc[i].E - 1) : -1;
         if (i == 0) /* C = ceil(2.25) = 3, a hot expert beyond it */
             pc[i].T = 9, pc[i].E = 4, pc[i].k = 1, pc[i].ep = 2, pc[i].cf = 1.0, pc[i].hot = 0;
-        sb_add(&cs, "%sT=%lld E=%d k=%d ep=%d cf=%g%s", i ? "; " : "", (long long)pc[i].T, pc[i].E, pc[i].k,
+        rl_grade_text_add(&cs, "%sT=%lld E=%d k=%d ep=%d cf=%g%s", i ? "; " : "", (long long)pc[i].T, pc[i].E, pc[i].k,
                pc[i].ep, pc[i].cf, pc[i].hot >= 0 ? " hot" : "");
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < NP; i++) {
         int64_t T = pc[i].T;
         int E = pc[i].E, k = pc[i].k, ep = pc[i].ep;
@@ -1749,16 +1709,16 @@ static void diag_real(int mismatch, int n, uint64_t stream)
 {
     rl_rng r = rl_grade_rng(stream);
     int ranks[4], culprit[4], seq[4];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < n; i++) {
         ranks[i] = rl_grade_pick(&r, 3, 6);
         culprit[i] = rl_grade_pick(&r, 0, ranks[i] - 1);
         seq[i] = rl_grade_pick(&r, 1, 9);
-        sb_add(&cs, "%s%s:rank=%d:seq=%d on %d ranks", i ? "; " : "", mismatch ? "mismatch" : "hang", culprit[i],
+        rl_grade_text_add(&cs, "%s%s:rank=%d:seq=%d on %d ranks", i ? "; " : "", mismatch ? "mismatch" : "hang", culprit[i],
                seq[i], ranks[i]);
     }
-    printf("cases (real runs): %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases (real runs): %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < n; i++) {
         char spec[96], tag[32], what[160];
         snprintf(spec, sizeof spec, "%s:rank=%d:seq=%d", mismatch ? "mismatch" : "hang", culprit[i], seq[i]);
@@ -1779,7 +1739,7 @@ static void diag_real(int mismatch, int n, uint64_t stream)
 typedef struct dump {
     rl_diag_flight fl;
     int cap;
-    sbuf desc;
+    rl_grade_text desc;
 } dump;
 
 static rl_diag_rec *d_add(dump *d, int rank, const char *comm, int64_t seq, const char *op, int64_t count,
@@ -1879,7 +1839,7 @@ static void d_shuffle(dump *d, rl_rng *g)
 static void d_free(dump *d)
 {
     free(d->fl.rec);
-    sb_free(&d->desc);
+    rl_grade_text_free(&d->desc);
     memset(d, 0, sizeof *d);
 }
 
@@ -1943,12 +1903,12 @@ static int mismatch_culprit(int n, int mask)
     return -1;
 }
 
-static void mask_text(sbuf *b, const scomm *c, int mask)
+static void mask_text(rl_grade_text *b, const scomm *c, int mask)
 {
     int first = 1;
     for (int i = 0; i < c->n; i++)
         if (mask >> i & 1) {
-            sb_add(b, "%s%d", first ? "" : ",", c->mem[i]);
+            rl_grade_text_add(b, "%s%d", first ? "" : ",", c->mem[i]);
             first = 0;
         }
 }
@@ -1971,10 +1931,10 @@ static void synth_hang(rl_rng *g, int idx, dump *d, rl_diag_result *ex)
         sc_emit(d, &sub);
     d->fl.nranks = R;
     d_roll(d, 64);
-    sb_add(&d->desc, "%d ranks, world: all_reduce seq 0..%lld completed, then seq %lld: rank(s) ", R,
+    rl_grade_text_add(&d->desc, "%d ranks, world: all_reduce seq 0..%lld completed, then seq %lld: rank(s) ", R,
            (long long)S - 1, (long long)S);
     mask_text(&d->desc, &w, mask);
-    sb_add(&d->desc, " never called it, the others entered it%s%s", extra ? " and queued more" : "",
+    rl_grade_text_add(&d->desc, " never called it, the others entered it%s%s", extra ? " and queued more" : "",
            S >= 64 ? "; recorders keep the last 64 calls (the ranks' oldest seqs differ)" : "");
     *ex = designed(RL_DIAG_HANG, low, S, "world");
 }
@@ -2001,9 +1961,9 @@ static void synth_hang_sub(rl_rng *g, int idx, dump *d, rl_diag_result *ex)
     sc_hang(&c, S, mask, 0);
     sc_emit(d, &c);
     d->fl.nranks = R;
-    sb_add(&d->desc, "%d ranks; world: every call completed; world/3.1 (members ", R);
+    rl_grade_text_add(&d->desc, "%d ranks; world: every call completed; world/3.1 (members ", R);
     mask_text(&d->desc, &c, (1 << m) - 1);
-    sb_add(&d->desc, "): seq %lld never called by rank %d, the others wait in it", (long long)S, mem[low]);
+    rl_grade_text_add(&d->desc, "): seq %lld never called by rank %d, the others wait in it", (long long)S, mem[low]);
     *ex = designed(RL_DIAG_HANG, mem[low], S, "world/3.1");
 }
 
@@ -2021,9 +1981,9 @@ static void synth_mismatch(rl_rng *g, int idx, dump *d, rl_diag_result *ex)
     d->fl.nranks = R;
     d_roll(d, 64);
     int cul = mismatch_culprit(R, mask);
-    sb_add(&d->desc, "%d ranks, world: at seq %lld rank(s) ", R, (long long)S);
+    rl_grade_text_add(&d->desc, "%d ranks, world: at seq %lld rank(s) ", R, (long long)S);
     mask_text(&d->desc, &w, mask);
-    sb_add(&d->desc, " call all_reduce with another %s than the other %d%s", odd_kinds[kind], R - nodd,
+    rl_grade_text_add(&d->desc, " call all_reduce with another %s than the other %d%s", odd_kinds[kind], R - nodd,
            2 * nodd == R ? " (as many on each side: the majority is the call of the lowest rank)" : "");
     *ex = designed(RL_DIAG_MISMATCH, cul, S, "world");
 }
@@ -2049,7 +2009,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
         int odd = (low + 1 + rl_grade_pick(g, 0, R - 2)) % R;
         w.odd_seq = S2, w.odd_mask = 1 << odd, w.odd_count = 1000;
         sc_emit(d, &w);
-        sb_add(&d->desc, "%d ranks, world: rank %d never called seq %lld; the others queued up to seq %lld, where "
+        rl_grade_text_add(&d->desc, "%d ranks, world: rank %d never called seq %lld; the others queued up to seq %lld, where "
                "rank %d calls another count", R, low, (long long)S1, (long long)S2, odd);
         *ex = designed(RL_DIAG_HANG, low, S1, "world");
         break;
@@ -2063,7 +2023,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
             ;
         w.last[late] = S2 - 1;
         sc_emit(d, &w);
-        sb_add(&d->desc, "%d ranks, world: rank %d's call at seq %lld differs; later rank %d never called seq %lld",
+        rl_grade_text_add(&d->desc, "%d ranks, world: rank %d's call at seq %lld differs; later rank %d never called seq %lld",
                R, odd, (long long)S1, late, (long long)S2);
         *ex = designed(RL_DIAG_MISMATCH, odd, S1, "world");
         break;
@@ -2085,7 +2045,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
         sc_emit(d, &a);
         sc_emit(d, &b);
         double whena = ta + (double)S1 * 0.01, whenb = tb + (double)S2 * 0.01;
-        sb_add(&d->desc, "%d ranks; %s (ranks 0..%d): a hang at seq %lld (rank %d missing), its seq first enqueued "
+        rl_grade_text_add(&d->desc, "%d ranks; %s (ranks 0..%d): a hang at seq %lld (rank %d missing), its seq first enqueued "
                "at t=%.3f; %s (ranks %d..%d): a %s at seq %lld (rank %d), first enqueued at t=%.3f", R, na, nlo - 1,
                (long long)S1, lo[la], whena, nb, nlo, R - 1, variant == 2 ? "hang" : "mismatch", (long long)S2,
                hi[lb], whenb);
@@ -2109,7 +2069,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
         a.tie_seq = S1, b.tie_seq = S2, a.tie_t = b.tie_t = 1.0;
         sc_emit(d, &a);
         sc_emit(d, &b);
-        sb_add(&d->desc, "%d ranks; %s (ranks 0..%d): a %s at seq %lld (rank %d); %s (ranks %d..%d): a %s at seq %lld "
+        rl_grade_text_add(&d->desc, "%d ranks; %s (ranks 0..%d): a %s at seq %lld (rank %d); %s (ranks %d..%d): a %s at seq %lld "
                "(rank %d); both seqs first enqueued at the same time t=1.000", R, na, nlo - 1,
                mis_on_a ? "mismatch" : "hang", (long long)S1, lo[la], nb, nlo, R - 1,
                variant == 4 && !mis_on_a ? "mismatch" : "hang", (long long)S2, hi[lb]);
@@ -2125,7 +2085,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
         for (int i = 0; i < R; i++)
             w.last[i] = S1;
         sc_emit(d, &w);
-        sb_add(&d->desc, "%d ranks, world: every rank entered seq %lld, it never completed (no rank missing)", R,
+        rl_grade_text_add(&d->desc, "%d ranks, world: every rank entered seq %lld, it never completed (no rank missing)", R,
                (long long)S1);
         *ex = designed(RL_DIAG_HANG, -1, S1, "world");
         break;
@@ -2134,7 +2094,7 @@ static void synth_multi(rl_rng *g, int variant, dump *d, rl_diag_result *ex)
         scomm w = sc_make("world", all16, R, S1, 0.0), a = sc_make(na, lo, nlo, S2, 0.001);
         sc_emit(d, &w);
         sc_emit(d, &a);
-        sb_add(&d->desc, "%d ranks; every call on world and %s completed", R, na);
+        rl_grade_text_add(&d->desc, "%d ranks; every call on world and %s completed", R, na);
         *ex = designed(RL_DIAG_NONE, -1, -1, "");
         break;
     }
@@ -2171,9 +2131,9 @@ static void synth_p2p(rl_rng *g, int idx, dump *d, rl_diag_result *ex)
         }
     }
     d->fl.nranks = R;
-    sb_add(&d->desc, "%d ranks; every collective completed; on %s rank(s) ", R, comm);
+    rl_grade_text_add(&d->desc, "%d ranks; every collective completed; on %s rank(s) ", R, comm);
     mask_text(&d->desc, &w, mask);
-    sb_add(&d->desc, " are blocked in a send or recv whose peer never posted the matching call");
+    rl_grade_text_add(&d->desc, " are blocked in a send or recv whose peer never posted the matching call");
     *ex = designed(RL_DIAG_P2P, low, best_seq, comm);
 }
 
@@ -2185,21 +2145,21 @@ static void diag_synth(uint64_t stream, synth_fn fn, int n, const char *rule)
     rl_rng g = rl_grade_rng(stream);
     dump *ds = calloc((size_t)n, sizeof *ds);
     rl_diag_result *ex = calloc((size_t)n, sizeof *ex);
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < n; i++) {
         fn(&g, i, &ds[i], &ex[i]);
         d_shuffle(&ds[i], &g);
-        sb_add(&cs, "%s[%s]", i ? "; " : "", sb_str(&ds[i].desc));
+        rl_grade_text_add(&cs, "%s[%s]", i ? "; " : "", rl_grade_text_str(&ds[i].desc));
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < n; i++) {
         char what[64];
         snprintf(what, sizeof what, "dump %d", i);
-        sbuf sc = { 0 };
-        sb_add(&sc, "dump %d (%s)", i, sb_str(&ds[i].desc));
-        diag_expect(&ds[i].fl, sb_str(&sc), &ex[i], rule);
-        sb_free(&sc);
+        rl_grade_text sc = { 0 };
+        rl_grade_text_add(&sc, "dump %d (%s)", i, rl_grade_text_str(&ds[i].desc));
+        diag_expect(&ds[i].fl, rl_grade_text_str(&sc), &ex[i], rule);
+        rl_grade_text_free(&sc);
         d_free(&ds[i]);
     }
     free(ds);
@@ -2235,24 +2195,24 @@ START_TEST(t_diag_multi)
     dump ds[12];
     rl_diag_result ex[12];
     memset(ds, 0, sizeof ds);
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 12; i++) {
         synth_multi(&g, i < 8 ? i : rl_grade_pick(&g, 0, 7), &ds[i], &ex[i]);
         d_shuffle(&ds[i], &g);
-        sb_add(&cs, "%s[%s]", i ? "; " : "", sb_str(&ds[i].desc));
+        rl_grade_text_add(&cs, "%s[%s]", i ? "; " : "", rl_grade_text_str(&ds[i].desc));
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < 12; i++) {
-        sbuf sc = { 0 };
-        sb_add(&sc, "dump %d (%s)", i, sb_str(&ds[i].desc));
-        diag_expect(&ds[i].fl, sb_str(&sc), &ex[i],
+        rl_grade_text sc = { 0 };
+        rl_grade_text_add(&sc, "dump %d (%s)", i, rl_grade_text_str(&ds[i].desc));
+        diag_expect(&ds[i].fl, rl_grade_text_str(&sc), &ex[i],
                     "lab31.h: on each communicator the lowest seq that is incomplete or inconsistent (at one seq a "
                     "mismatch before a missing rank); over communicators the anomaly whose seq was enqueued first "
                     "(lowest t_enqueued of its records) wins, at equal times a mismatch beats a hang, then the "
                     "communicator name that sorts first; every rank inside a stuck seq: a hang with rank -1; nothing "
                     "wrong: RL_DIAG_NONE, rank -1, seq -1");
-        sb_free(&sc);
+        rl_grade_text_free(&sc);
         d_free(&ds[i]);
     }
 }
@@ -2337,17 +2297,17 @@ START_TEST(t_diag_straggler)
     ms[slow] = 3150;
     /* real runs with an injected straggler (randomized) and one without */
     int ranks[3], culprit[3], extra[3];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 3; i++) {
         ranks[i] = rl_grade_pick(&r, 3, 8);
         culprit[i] = rl_grade_pick(&r, 0, ranks[i] - 1);
         extra[i] = rl_grade_pick(&r, 500, 1500);
-        sb_add(&cs, "%s%d ranks%s", i ? "; " : "", ranks[i], i < 2 ? "" : " without a straggler");
+        rl_grade_text_add(&cs, "%s%d ranks%s", i ? "; " : "", ranks[i], i < 2 ? "" : " without a straggler");
         if (i < 2)
-            sb_add(&cs, " straggler:rank=%d:ms=%d", culprit[i], extra[i]);
+            rl_grade_text_add(&cs, " straggler:rank=%d:ms=%d", culprit[i], extra[i]);
     }
-    printf("cases: the course's 33 ranks with rank %d at 3150 ms; real runs: %s\n", slow, sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: the course's 33 ranks with rank %d at 3150 ms; real runs: %s\n", slow, rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     straggler_case(ms, 33, "the course's 33 ranks, one at 3150 ms");
     double hits[8] = { 950, 1020, 890, 3200, 450, 910, 880, 520 };
     straggler_case(hits, 8, "expert hits [950, 1020, 890, 3200, 450, 910, 880, 520]");
@@ -2395,7 +2355,7 @@ START_TEST(t_diag_straggler_cases)
         "max/min > 3 with two slowest ranks equal (the lower rank)",
         "an even count whose two middle values differ (median = their mean)",
     };
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int c = 0; c < NC; c++) {
         double base = rl_grade_pick(&g, 500, 3000);
         switch (c) {
@@ -2455,23 +2415,23 @@ START_TEST(t_diag_straggler_cases)
             x[c][rl_grade_pick(&g, 0, n[c] - 1)] = base * 1.8;
             break;
         }
-        sb_add(&cs, "%s%s on %d ranks", c ? "; " : "", what[c], n[c]);
+        rl_grade_text_add(&cs, "%s%s on %d ranks", c ? "; " : "", what[c], n[c]);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int c = 0; c < NC; c++) {
         rl_diag_spread ref;
         ck_assert(rl_diag_straggler(x[c], n[c], NULL, &ref, NULL, 0) == 0);
         static const int want_cul[NC] = { 1, 1, 1, 0, 1, 0, 1, 1, 1 }; /* 1: a culprit, 0: none */
         CHECK((ref.culprit >= 0) == want_cul[c], "grader: case «%s» came out with culprit %d (%s)", what[c],
                       ref.culprit, ref.message);
-        sbuf v = { 0 };
-        sb_add(&v, "%s: [", what[c]);
+        rl_grade_text v = { 0 };
+        rl_grade_text_add(&v, "%s: [", what[c]);
         for (int i = 0; i < n[c]; i++)
-            sb_add(&v, "%s%.6g", i ? ", " : "", x[c][i]);
-        sb_add(&v, "] ms");
-        straggler_case(x[c], n[c], sb_str(&v));
-        sb_free(&v);
+            rl_grade_text_add(&v, "%s%.6g", i ? ", " : "", x[c][i]);
+        rl_grade_text_add(&v, "] ms");
+        straggler_case(x[c], n[c], rl_grade_text_str(&v));
+        rl_grade_text_free(&v);
     }
 }
 END_TEST
@@ -2504,14 +2464,14 @@ START_TEST(t_diag_spike)
 {
     rl_rng r = rl_grade_rng(42);
     int n = rl_grade_quick() ? 2 : 4, rank[4], step[4], layer[4];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < n; i++) {
         rank[i] = rl_grade_pick(&r, 0, 3), step[i] = rl_grade_pick(&r, 1, 5), layer[i] = rl_grade_pick(&r, 0, 3);
-        sb_add(&cs, "%s%s at rank %d, step %d, layer %d", i ? "; " : "", i % 2 == 0 ? "NaN" : "spike x40", rank[i],
+        rl_grade_text_add(&cs, "%s%s at rank %d, step %d, layer %d", i ? "; " : "", i % 2 == 0 ? "NaN" : "spike x40", rank[i],
                step[i], layer[i]);
     }
-    printf("cases (real runs): %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases (real runs): %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < n; i++) {
         fault_run_config fc = fault_run_config_default();
         fc.opts = gopts(4);
@@ -2550,7 +2510,7 @@ START_TEST(t_diag_spike_cases)
         "exactly 5x the recent mean (not above it), then a real spike",
         "no anomaly",
     };
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     int S[NS], R[NS], L[NS];
     double *nv[NS];
     for (int c = 0; c < NS; c++) {
@@ -2602,10 +2562,10 @@ START_TEST(t_diag_spike_cases)
             break;
         }
 #undef AT
-        sb_add(&cs, "%s%s (%d steps x %d ranks x %d layers)", c ? "; " : "", what[c], s, rk, ly);
+        rl_grade_text_add(&cs, "%s%s (%d steps x %d ranks x %d layers)", c ? "; " : "", what[c], s, rk, ly);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int c = 0; c < NS; c++) {
         spike_case(nv[c], S[c], R[c], L[c], what[c]);
         free(nv[c]);
@@ -2787,15 +2747,15 @@ START_TEST(t_plan_rank_random)
     rl_rng g = rl_grade_rng(50);
     rl_hw hw[4];
     rl_calc_plan_in in[4];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 4; i++) {
         char it[320];
         in[i] = plan_draw(&g, &hw[i]);
         in_text(it, sizeof it, &in[i]);
-        sb_add(&cs, "%s%s", i ? "; " : "", it);
+        rl_grade_text_add(&cs, "%s%s", i ? "; " : "", it);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < 4; i++)
         plan_compare(&in[i], 0);
 }
@@ -2842,15 +2802,15 @@ START_TEST(t_plan_candidate)
     rl_rng g = rl_grade_rng(51);
     rl_hw hw[3];
     rl_calc_plan_in ri[3];
-    sbuf cs = { 0 };
+    rl_grade_text cs = { 0 };
     for (int i = 0; i < 3; i++) {
         char it[320];
         ri[i] = plan_draw(&g, &hw[i]);
         in_text(it, sizeof it, &ri[i]);
-        sb_add(&cs, "%s%s", i ? "; " : "", it);
+        rl_grade_text_add(&cs, "%s%s", i ? "; " : "", it);
     }
-    printf("cases: %s\n", sb_str(&cs));
-    sb_free(&cs);
+    printf("cases: %s\n", rl_grade_text_str(&cs));
+    rl_grade_text_free(&cs);
     for (int i = 0; i < 3; i++) {
         ck_assert(rl_calc_plan(&ri[i], &ref, &nref, NULL, 0) == 0);
         for (int j = 0; j < 12; j++)
