@@ -138,6 +138,10 @@ typedef struct pp_stage {
     int live, peak_live;        /* (mb, chunk) activations held now and at the peak */
     float loss;                 /* Σ over micro-batches of the last stage's loss / m */
     uint64_t seed;
+    /* memory seen at the start of every op (support; the grader reads it): activation bytes
+     * beyond the stage's weights and its saved (mb, chunk) tensors, at most; comm bytes in use,
+     * at least, over the ops that receive an input */
+    int64_t act_base, act_extra, comm_base, comm_min;
 } pp_stage;
 
 /* Runs one op on this stage (given): F of (mb, chunk) reads `in` (NULL on virtual stage 0:
@@ -237,6 +241,11 @@ typedef struct mp_stats {
     rl_pp_trace_stats pp;                         /* bubble and in-flight from the trace */
     double pp_grad_err, pp_loss, pp_ref_loss;
     char pp_lists[4][160];                        /* the first stages' op lists */
+    char pp_comm[2][32];                          /* the names of act_comm and grad_comm (traces, flight dumps) */
+    int64_t pp_left[MP_MAX_RANKS][RL_MEM_NCAT];   /* per stage: what pp_execute left allocated, by category */
+    int64_t pp_act_extra[MP_MAX_RANKS];           /* per stage: pp_stage's act_extra (the executor's own activations) */
+    int64_t pp_comm_min[MP_MAX_RANKS];            /* per stage: pp_stage's comm_min (-1: no op received an input) */
+    int64_t pp_comm_peak[MP_MAX_RANKS];           /* per stage: the most comm bytes held during pp_execute */
     /* 30.5 */
     double cp_err, cp_err_contig;
     int64_t cp_work[MP_MAX_RANKS], cp_work_contig[MP_MAX_RANKS];

@@ -206,7 +206,23 @@ pp_stage *pp_stage_new(rl_comm *world, int m, int v, int64_t rows, int64_t h, do
         pp_stage_free(st);
         return NULL;
     }
+    st->act_base = rl_ctx_mem(ctx)->current[RL_MEM_ACTIVATION];
+    st->comm_base = rl_ctx_mem(ctx)->current[RL_MEM_COMM];
+    st->comm_min = -1;
     return st;
+}
+
+/* Memory at the start of an op: activations beyond the saved tensors of the live (mb, chunk),
+ * and, for an op that received its input, the comm bytes in use. */
+static void pp_mem_seen(pp_stage *st, int received)
+{
+    const rl_mem_account *acc = rl_ctx_mem(st->ctx);
+    int64_t extra = acc->current[RL_MEM_ACTIVATION] - st->act_base - (int64_t)st->live * 2 * st->rows * st->h * 4;
+    if (extra > st->act_extra)
+        st->act_extra = extra;
+    int64_t comm = acc->current[RL_MEM_COMM] - st->comm_base;
+    if (received && (st->comm_min < 0 || comm < st->comm_min))
+        st->comm_min = comm;
 }
 
 void pp_stage_free(pp_stage *st)
@@ -247,6 +263,7 @@ int pp_stage_forward(pp_stage *st, int mb, int chunk, const rl_tensor *in, rl_te
         return rl_error(ctx, RL_ERR_ARG, "stage %d: F of virtual stage %d (micro-batch %d) needs %s input and %s "
                         "output tensor (rl_pp_op_peers: receive from the previous stage unless vs = 0, send unless "
                         "vs = V-1 = %d)", st->rank, vs, mb, vs > 0 ? "an" : "no", vs < V - 1 ? "an" : "no", V - 1);
+    pp_mem_seen(st, in != NULL);
     rl_pp_op op = { 'F', mb, chunk };
     rl_pp_mark(ctx, st->rank, &op);
     rl_tensor *x = new2(ctx, "pp_x", RL_MEM_ACTIVATION, st->rows, st->h, "b,h");
@@ -297,6 +314,7 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
     if ((vs < V - 1) != (dout != NULL) || (vs > 0) != (din != NULL))
         return rl_error(ctx, RL_ERR_ARG, "stage %d: B of virtual stage %d (micro-batch %d) needs %s incoming gradient "
                         "and %s outgoing one", st->rank, vs, mb, vs < V - 1 ? "an" : "no", vs > 0 ? "an" : "no");
+    pp_mem_seen(st, dout != NULL);
     rl_pp_op op = { 'B', mb, chunk };
     rl_pp_mark(ctx, st->rank, &op);
     rl_tensor *da = new2(ctx, "pp_dact", RL_MEM_ACTIVATION, st->rows, st->h, "b,h");
@@ -739,6 +757,15 @@ static int part_pp(rl_ctx *ctx, run_ctx *rc)
         set_err(rc, ctx, RL_ERR_ARG, "pp_stage_new");
         return 0;
     }
+    if (st->rank == 0) {
+        pthread_mutex_lock(&rc->lock);
+        snprintf(rc->st->pp_comm[0], sizeof rc->st->pp_comm[0], "%s", rl_comm_name(st->act_comm));
+        snprintf(rc->st->pp_comm[1], sizeof rc->st->pp_comm[1], "%s", rl_comm_name(st->grad_comm));
+        pthread_mutex_unlock(&rc->lock);
+    }
+    rl_mem_account *acc = rl_ctx_mem(ctx);
+    int64_t before[RL_MEM_NCAT]; /* nothing of this run used comm memory before the executor */
+    memcpy(before, acc->current, sizeof before);
     rl_step_begin(ctx, 0);
     rl_clear_error(ctx);
     int e = pp_execute(st, s);
@@ -747,6 +774,15 @@ static int part_pp(rl_ctx *ctx, run_ctx *rc)
         set_err(rc, ctx, e, "pp_execute");
         return 0; /* a call of it may still be in flight: leave the tensors to the run */
     } else {
+        if (st->rank < MP_MAX_RANKS) { /* what the executor held and left (read by the grader) */
+            pthread_mutex_lock(&rc->lock);
+            for (int k = 0; k < RL_MEM_NCAT; k++)
+                rc->st->pp_left[st->rank][k] = acc->current[k] - before[k];
+            rc->st->pp_act_extra[st->rank] = st->act_extra;
+            rc->st->pp_comm_min[st->rank] = st->comm_min;
+            rc->st->pp_comm_peak[st->rank] = acc->peak[RL_MEM_COMM] - before[RL_MEM_COMM];
+            pthread_mutex_unlock(&rc->lock);
+        }
         for (int c = 0; c < st->v; c++) {
             int vs = c * st->p + st->rank;
             rl_tensor_to_f32(st->dw[c], rc->pp_dw + (int64_t)vs * cfg->h * cfg->h, cfg->h * cfg->h);

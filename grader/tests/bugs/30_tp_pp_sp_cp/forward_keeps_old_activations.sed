@@ -1,7 +1,7 @@
 # Planted bug: the TP forward does not free what the previous forward saved: every forward
 # leaks x_in, hpre and hact (invisible with a single forward).
 # step: 30.1
-# caught-by: saved activations: RL_MEM_ACTIVATION, freed
+# caught-by: memory: every tensor's category, saved activations freed
 /^int tp_mlp_forward(/,/^}/{
 /^    free_saved(m);$/d
 }
