@@ -29,8 +29,9 @@
  * along s (backward: reduce-scatter) and g a reduce-scatter along s (backward: all-gather). */
 typedef struct tp_mlp {
     rl_ctx *ctx;
-    rl_comm *tp;                /* the tensor-parallel group */
-    int t, rank;                /* tensor_model_parallel_size and this rank's index */
+    rl_comm *tp;                /* the tensor-parallel group: possibly one of several in a larger world
+                                   (DP, PP around it), so t, rank and every collective come from it */
+    int t, rank;                /* tensor_model_parallel_size and this rank's index in tp */
     int sequence_parallel;      /* 30.3: activations outside the MLP are sharded along s */
     int64_t h, f;               /* hidden and FFN sizes (f = 4h in the lab) */
     /* parameters (RL_MEM_PARAM) and their gradients (RL_MEM_GRAD), filled by tp_mlp_init */
@@ -69,8 +70,8 @@ void tp_mlp_free(tp_mlp *m);
  * output projection Wo [h, h] split by rows (dims "h/t,h"); one all-reduce after it. */
 typedef struct tp_attn {
     rl_ctx *ctx;
-    rl_comm *tp;
-    int t, rank;
+    rl_comm *tp;                /* the tensor-parallel group (as tp_mlp's: maybe one of several) */
+    int t, rank;                /* its size and this rank's index in it */
     int heads, local_heads;     /* a and a/t */
     int64_t h, head_dim;        /* h and h/a */
     rl_tensor *wq, *wk, *wv;    /* [h, h/t] each (RL_MEM_PARAM) */
@@ -158,7 +159,8 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
  * (Megatron's send_forward_recv_backward ...); interleaved schedules (s->v > 1) also post
  * the next op's receive when it is of the other kind (F vs B), on a stage whose list mixes F
  * and B (a stage that runs all its F before its first B — m = p — has no steady phase: its
- * first B's gradient needs its last F's output first, so it is received with that B). */
+ * first B's gradient needs its last F's output first, so it is received with that B). Its p2p
+ * buffers are charged to RL_MEM_COMM and freed before it returns. */
 int pp_execute(pp_stage *st, const rl_pp_schedule *s);
 
 /* Builds a stage (given): weights W_vs from the seed (pp_weight_init), zero gradients, the
@@ -186,12 +188,14 @@ int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *
  * both −∞ stays empty). Rows and heads in any order. */
 int cp_lse_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                  int n_heads);
-/* Ring attention on rank r of cp: q, k, v [b, s/cp, nh·hd] at positions pos (cp_positions,
- * same split on every rank: zigzag or not). out [b, s/cp, nh·hd] (overwritten) = causal
+/* Ring attention on rank r of cp (the context-parallel group, maybe one of several in a larger
+ * world: the ring runs between its ranks, on it): q, k, v [b, s/cp, nh·hd] at positions pos
+ * (cp_positions, same split on every rank: zigzag or not). out [b, s/cp, nh·hd] (overwritten) = causal
  * attention of this rank's queries against the WHOLE sequence: cp−1 ring steps pass K/V
  * blocks to r+1 and receive from r−1 (grouped; the other direction on every rank is fine
  * too, and so is overlapping a step's transfer with the block before it), never a
- * collective; each block's partial result merged with cp_lse_merge.
+ * collective; each block's partial result merged with cp_lse_merge; every temporary (K/V block
+ * buffers, lse ...) freed before it returns.
  * *work (may be NULL) += unmasked score entries this rank computed (rl_cp_causal_work). */
 int cp_ring_attention(rl_comm *cp, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v, int n_heads,
                       int zigzag, const int64_t *pos, rl_tensor *out, int64_t *work);
