@@ -95,12 +95,17 @@ static void launch_or_fail_hw(int n, const rl_hw *hw, rl_rank_fn fn, void *arg, 
     if (hw)
         o.hw = hw;
     int rc = rl_launch(&o, fn, arg, tr);
-    for (int r = 0; r < n; r++)
-        if (rr[r].rc) {
-            if (tr && *tr)
-                rl_trace_free(*tr), *tr = NULL;
-            ck_abort_msg("%s on %d rank%s, rank %d: %s", what, n, n == 1 ? "" : "s", r, rr[r].err);
-        }
+    /* a rank's own error first; one that says "aborted" is the runtime stopping it after a mismatch or a
+     * hang elsewhere, reported below */
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < n; r++)
+            if (rr[r].rc && (pass || (rr[r].rc != RL_ERR_ABORTED && rr[r].rc != RL_ERR_MISMATCH))) {
+                if (pass && (rc == RL_ERR_MISMATCH || rc == RL_ERR_HANG))
+                    break;
+                if (tr && *tr)
+                    rl_trace_free(*tr), *tr = NULL;
+                ck_abort_msg("%s on %d rank%s, rank %d: %s", what, n, n == 1 ? "" : "s", r, rr[r].err);
+            }
     if (tr && rc && *tr)
         rl_trace_free(*tr), *tr = NULL;
     if (rc == RL_ERR_HANG)
@@ -113,11 +118,6 @@ static void launch_or_fail_hw(int n, const rl_hw *hw, rl_rank_fn fn, void *arg, 
                      advice ? advice : "Every rank must issue the same calls in the same order.");
     if (rc)
         ck_abort_msg("%s on %d ranks failed: %s (the runtime's report is below)", what, n, rl_status_name(rc));
-}
-
-static void launch_or_fail(int n, rl_rank_fn fn, void *arg, const rank_res *rr, rl_trace **tr, const char *what)
-{
-    launch_or_fail_hw(n, NULL, fn, arg, rr, tr, what, NULL);
 }
 
 static const rl_hw *grade_hw(void) { return rl_hw_find("h100-nvlink"); }
@@ -147,7 +147,8 @@ typedef struct ring_arg {
     int comm_rank[MAXR];
     int members[MAXR][MAXR];   /* per world rank: the world ranks of its communicator, in its rank order */
     char comm_name[MAXR][24];
-    int64_t leaked[MAXR];      /* bytes a rank held after its calls beyond what it held before */
+    int64_t leaked[MAXR];      /* bytes a rank held after its calls and freeing buf, beyond what it held before */
+    int64_t grew[MAXR][RL_MEM_NCAT]; /* per category: peak during the calls above what the rank held before them */
 } ring_arg;
 
 /* Value of world rank q at element i: small integers, so every sum is exact in f32 and bf16. */
@@ -173,9 +174,12 @@ static int ring_rank(rl_ctx *ctx, void *arg)
     for (int q = 0; q < n && q < MAXR; q++)
         a->members[g][q] = rl_comm_global_rank(comm, q);
     snprintf(a->comm_name[g], sizeof a->comm_name[g], "%s", rl_comm_name(comm));
+    rl_mem_account *mem = rl_ctx_mem(ctx);
+    int64_t held = mem->current_total, base[RL_MEM_NCAT];
     rl_tensor *buf = rl_tensor_new_1d(ctx, "grad", a->dtype, RL_MEM_GRAD, a->count);
-    const rl_mem_account *mem = rl_ctx_mem(ctx);
-    int64_t held = mem->current_total;
+    rl_mem_reset_peaks(mem);
+    for (int k = 0; k < RL_MEM_NCAT; k++)
+        base[k] = mem->current[k];
     for (int rep = 0; rep < a->reps && !rr->rc; rep++) {
         for (int64_t i = 0; i < a->count; i++)
             rl_tensor_set(buf, i, pat(g, i) + (float)rep);
@@ -198,8 +202,11 @@ static int ring_rank(rl_ctx *ctx, void *arg)
             }
         }
     }
-    a->leaked[g] = mem->current_total - held;
+    for (int k = 0; k < RL_MEM_NCAT; k++)
+        a->grew[g][k] = mem->peak[k] - base[k];
+    /* measured after buf is freed: a view of buf left alive keeps buf's storage allocated */
     rl_tensor_free(buf);
+    a->leaked[g] = mem->current_total - held;
     if (a->split)
         rl_comm_free(comm);
     return 0;
@@ -284,10 +291,12 @@ START_TEST(t_ring_world_sizes)
         ring_check(n, count, RL_F32, 0, 2, a);
         for (int r = 0; r < n; r++)
             ck_assert_msg(a->leaked[r] == 0,
-                          "ddp_ring_all_reduce(count=%lld) on %d ranks: after two calls rank %d holds %lld bytes more "
-                          "than before them: every call must free what it allocates (README 28.1: \"Free your views "
-                          "... and the scratch tensor\"), or a training run grows by that much per bucket per step",
-                          (long long)count, n, r, (long long)a->leaked[r]);
+                          "ddp_ring_all_reduce(count=%lld) on %d ranks: after two calls, once the grader has freed "
+                          "the buffer, rank %d still holds %lld bytes more than before: every call must free what it "
+                          "allocates (README 28.1: \"Free your views (rl_tensor_slice -> rl_tensor_free) and the "
+                          "scratch tensor\"). A view left alive keeps its whole buffer allocated after the buffer is "
+                          "freed; in a training run that is a bucket per step", (long long)count, n, r,
+                          (long long)a->leaked[r]);
     }
     printf("cases: %s\n", sb_str(&cases));
     free(cases.s);
@@ -351,6 +360,59 @@ START_TEST(t_ring_bf16)
     int64_t count = rl_grade_pick(&g, 1, 900);
     printf("cases: n=%d count=%lld\n", n, (long long)count);
     ring_check(n, count, RL_BF16, 0, 2, a);
+    free(a);
+}
+END_TEST
+
+/* Checks the ring's memory in a finished ring_run: during the calls nothing but RL_MEM_COMM grew,
+ * and that by at most one scratch tensor of ceil(count/n) elements. */
+static void check_ring_memory(const ring_arg *a, int W, const char *what)
+{
+    int64_t es = rl_dtype_size(a->dtype);
+    for (int g = 0; g < W; g++) {
+        int n = a->comm_size[g];
+        if (!n)
+            continue;
+        for (int k = 0; k < RL_MEM_NCAT; k++)
+            ck_assert_msg(k == RL_MEM_COMM || a->grew[g][k] <= 0,
+                          "%s on %d ranks: while the ring ran, rank %d's %s memory grew by %lld bytes; the ring's "
+                          "one allocation is its scratch tensor, charged to RL_MEM_COMM (README 28.1 step 2: \"one "
+                          "scratch tensor of ceil(count/n) elements (RL_MEM_COMM)\"), so the memory view shows it "
+                          "as communication buffers", what, n, g, rl_mem_cat_name((rl_mem_cat)k),
+                          (long long)a->grew[g][k]);
+        int64_t chunk = (a->count + n - 1) / n;
+        ck_assert_msg(a->grew[g][RL_MEM_COMM] <= chunk * es,
+                      "%s on %d ranks: at its peak rank %d's RL_MEM_COMM memory grew by %lld bytes; one scratch "
+                      "tensor of ceil(count/n) = %lld elements is %lld bytes (README 28.1 step 2: \"one scratch "
+                      "tensor of ceil(count/n) elements\"): every message is one chunk, so a scratch of the whole "
+                      "buffer, or a second one, costs (n-1)/n of the buffer more on every GPU", what, n, g,
+                      (long long)a->grew[g][RL_MEM_COMM], (long long)chunk, (long long)(chunk * es));
+    }
+}
+
+START_TEST(t_ring_memory)
+{
+    ring_arg *a = calloc(1, sizeof *a);
+    char what[256];
+    struct { int n; int64_t count; rl_dtype dt; } fixed[] = { { 4, 1001, RL_F32 }, { 6, 77, RL_BF16 }, { 5, 3, RL_F32 } };
+    for (int k = 0; k < 3; k++) {
+        ring_check(fixed[k].n, fixed[k].count, fixed[k].dt, 0, 2, a);
+        ring_what(a, fixed[k].n, what, sizeof what);
+        check_ring_memory(a, fixed[k].n, what);
+    }
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    for (int k = 0; k < 3; k++) {
+        int n = rl_grade_pick(&g, 2, 8);
+        int64_t count = rl_grade_pick(&g, 1, 3000);
+        rl_dtype dt = k == 2 ? RL_BF16 : RL_F32;
+        sb_add(&cases, "%sn=%d count=%lld %s", k ? "; " : "", n, (long long)count, rl_dtype_name(dt));
+        ring_check(n, count, dt, 0, 1, a);
+        ring_what(a, n, what, sizeof what);
+        check_ring_memory(a, n, what);
+    }
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
     free(a);
 }
 END_TEST
@@ -448,6 +510,11 @@ static void ring_pattern(const ring_arg *a, int W, const rl_trace *t, const char
                                  "\"return 0 at once for n = 1 or count 0\")", what, g, e->name,
                                  n == 1 ? "it is alone in its communicator" : "the buffer is empty");
                 int is_send = strcmp(e->name, "send") == 0;
+                ck_assert_msg(e->bytes > 0,
+                              "%s on %d ranks: rank %d posted a %s of 0 bytes (an empty chunk); when count < n some "
+                              "chunks are empty, and a ring step skips both the send and the matching receive of an "
+                              "empty chunk (README 28.1, Hints: \"skip both the send and the matching recv\")", what,
+                              n, g, e->name);
                 ck_assert_msg(e->bytes <= (double)(chunk * es),
                               "%s on %d ranks: rank %d's %s moved %.0f bytes; a ring step moves one chunk, at most "
                               "ceil(count/n) = %lld elements = %lld bytes (README 28.1: \"each message is one "
@@ -531,11 +598,13 @@ START_TEST(t_ring_pattern)
     ring_arg *a = calloc(1, sizeof *a);
     rl_trace *t = NULL;
     char what[256];
-    int ns[] = { 2, 3, 4, 5, 8, 1, 6 };
-    for (int i = 0; i < 7; i++) { /* divisible counts: the exact per-rank bytes; n = 1 and count 0: nothing */
-        ring_run(ns[i], i == 6 ? 0 : 1024 * (int64_t)ns[i], RL_F32, 0, 1, a, NULL, &t);
-        ring_what(a, ns[i], what, sizeof what);
-        ring_pattern(a, ns[i], t, what);
+    /* divisible counts: the exact per-rank bytes; n = 1 and count 0: nothing; count < n: empty chunks */
+    struct { int n; int64_t count; } fixed[] = { { 2, 2048 }, { 3, 3072 }, { 4, 4096 }, { 5, 5120 }, { 8, 8192 },
+                                                 { 1, 1024 }, { 6, 0 },    { 8, 5 },    { 5, 3 } };
+    for (int i = 0; i < 9; i++) {
+        ring_run(fixed[i].n, fixed[i].count, RL_F32, 0, 1, a, NULL, &t);
+        ring_what(a, fixed[i].n, what, sizeof what);
+        ring_pattern(a, fixed[i].n, t, what);
         rl_trace_free(t);
         t = NULL;
     }
@@ -890,7 +959,8 @@ START_TEST(t_buckets_refusals)
         snprintf(names[i], sizeof names[i], "p%d", i);
         d[i] = (ddp_param_desc){ names[i], rl_grade_pick(&g, 1, 5000), RL_F32, -1 };
     }
-    printf("cases: n=%d, bad entry %d\n", n, bad);
+    int orig = rl_grade_pick(&g, 0, bad - 1);
+    printf("cases: n=%d, bad entry %d (as a tied duplicate: of entry %d)\n", n, bad, orig);
     char what[160];
     d[bad].numel = -rl_grade_pick(&g, 1, 100);
     snprintf(what, sizeof what, "parameter %d of %d has numel %lld", bad, n, (long long)d[bad].numel);
@@ -906,6 +976,19 @@ START_TEST(t_buckets_refusals)
     d[bad].tied_to = -1;
     d[bad].dtype = RL_BF16;
     snprintf(what, sizeof what, "parameter %d is bf16, the others f32 (mixed dtypes)", bad);
+    expect_refusal(what, d, n);
+    /* the same bad values on a tied duplicate: a duplicate is bucketed with its original, but it is
+     * still an entry of the list, and the refusals apply to every entry */
+    d[bad].tied_to = orig;
+    d[bad].dtype = RL_F32;
+    d[bad].numel = -rl_grade_pick(&g, 1, 100);
+    snprintf(what, sizeof what, "parameter %d of %d, a tied duplicate of entry %d, has numel %lld", bad, n, orig,
+             (long long)d[bad].numel);
+    expect_refusal(what, d, n);
+    d[bad].numel = d[orig].numel;
+    d[bad].dtype = RL_BF16;
+    snprintf(what, sizeof what, "parameter %d, a tied duplicate of entry %d, is bf16, the others f32 (mixed dtypes)",
+             bad, orig);
     expect_refusal(what, d, n);
 }
 END_TEST
@@ -997,26 +1080,40 @@ END_TEST
 
 /* ================================================================== 28.3 / 28.4 DDP runs */
 
+#define MAXG 2
+#define MAXP 512
+
 typedef struct ddp_case {
-    int n, steps, K;
+    int n, steps, K;               /* n: ranks of the world */
     rl_model_config model;
     int64_t mb;
     double cap, first;
-    uint64_t data_seed;
+    uint64_t data_seed;            /* group g trains on the data set of seed data_seed + 1000 g */
     int ready_window;              /* > 1: backward announces ready gradients in a seeded random order */
     uint64_t ready_seed;           /* rank r's seed: ready_seed (+ r when per_rank) */
     int per_rank;
+    int ngroups;                   /* 1: the reducer runs on the world; 2: the world is split in two groups */
+    int group[MAXR], key[MAXR];    /* world rank q joins data-parallel group group[q] with key[q] */
+    int gsize[MAXG];               /* ranks per group */
+    int grank[MAXR];               /* q's rank in its group (ordered by key) */
     int64_t total;                 /* parameter elements */
-    float *ref[MAXSTEPS];          /* one-rank reference gradients per step, registration order */
-    double ref_loss[MAXSTEPS][MAXR]; /* mean loss over rank r's samples of the step */
+    float *ref[MAXG][MAXSTEPS];    /* per group: one-rank reference gradients per step, registration order */
+    double ref_loss[MAXSTEPS][MAXR]; /* mean loss over world rank q's samples of the step */
     /* results */
     rank_res r[MAXR];
     double err[MAXR][MAXSTEPS];    /* max |g - ref| / max |ref| */
     char err_param[MAXR][40];
+    float *bad_grad[MAXR];         /* a rank's gradients in its first step that failed (NULL: none) */
+    int bad_step[MAXR];
     double bwd_end[MAXR][MAXSTEPS], bwd_start[MAXR][MAXSTEPS], start[MAXR][MAXSTEPS];
     float loss[MAXR][MAXSTEPS];
+    int sync_after[MAXR][MAXSTEPS]; /* K > 1: r->require_sync when ddp_train_step returned */
+    char comm_name[MAXR][24];      /* the communicator each rank's reducer runs on */
     int nbuckets;
     int64_t bucket_bytes[64];
+    int nparams, bucket_of[MAXP];  /* world rank 0's plan: each parameter's bucket */
+    /* what the grader's hook wrapper saw in the synced backward of each step (-1: nothing) */
+    int ooo[MAXR][MAXSTEPS], ooo_missing[MAXR][MAXSTEPS]; /* bucket ooo launched while ooo_missing was not */
 } ddp_case;
 
 static void ddp_case_init(ddp_case *c, int n, int steps, int K, int small)
@@ -1031,6 +1128,13 @@ static void ddp_case_init(ddp_case *c, int n, int steps, int K, int small)
     c->cap = d.bucket_cap_mb;
     c->first = d.first_bucket_mb;
     c->data_seed = 11;
+    c->ngroups = 1;
+    c->gsize[0] = n;
+    for (int q = 0; q < n; q++)
+        c->grank[q] = q;
+    for (int q = 0; q < MAXR; q++)
+        for (int s = 0; s < MAXSTEPS; s++)
+            c->ooo[q][s] = c->ooo_missing[q][s] = -1;
     if (small) { /* a smaller model with the same shape of problem: several buckets */
         c->model.hidden = 64;
         c->model.layers = 4;
@@ -1042,50 +1146,166 @@ static void ddp_case_init(ddp_case *c, int n, int steps, int K, int small)
         c->model.layers = c->model.layers > 4 ? 4 : c->model.layers;
 }
 
-/* The one-rank reference: the model's own backward over the whole global batch of each step,
- * and each rank's mean loss over its own samples. */
+/* Splits the case's W world ranks into two data-parallel groups of at least two ranks each, of
+ * random membership and shuffled keys (so a group rank is neither the world rank nor in its order),
+ * each group training on data of its own; describes the split in cases. */
+static void ddp_case_split(ddp_case *c, rl_rng *g, int W, sbuf *cases)
+{
+    c->n = W;
+    c->ngroups = 2;
+    int perm[MAXR], keys[MAXR];
+    for (int q = 0; q < W; q++)
+        perm[q] = keys[q] = q;
+    rl_grade_shuffle(g, perm, W);
+    rl_grade_shuffle(g, keys, W);
+    int n0 = rl_grade_pick(g, 2, W - 2);
+    c->gsize[0] = n0;
+    c->gsize[1] = W - n0;
+    for (int j = 0; j < W; j++)
+        c->group[perm[j]] = j < n0 ? 0 : 1;
+    for (int q = 0; q < W; q++)
+        c->key[q] = keys[q];
+    for (int q = 0; q < W; q++) {
+        c->grank[q] = 0;
+        for (int p = 0; p < W; p++) /* ranks of a group are ordered by key (all keys differ) */
+            if (c->group[p] == c->group[q] && c->key[p] < c->key[q])
+                c->grank[q]++;
+    }
+    sb_add(cases, "%d ranks in two groups:", W);
+    for (int q = 0; q < W; q++)
+        sb_add(cases, " %d->g%d.%d", q, c->group[q], c->grank[q]);
+}
+
+/* The batch behind a reference, for messages ("3 ranks x 2 micro-steps x 4 samples = 24 samples"). */
+static void batch_desc(const ddp_case *c, int g, sbuf *b)
+{
+    int n = c->gsize[g];
+    if (c->K > 1)
+        sb_add(b, "%d rank%s x %d micro-steps x %lld samples = %lld samples", n, n == 1 ? "" : "s", c->K,
+               (long long)c->mb, (long long)(n * c->K * c->mb));
+    else
+        sb_add(b, "%d rank%s x %lld samples = %lld samples", n, n == 1 ? "" : "s", (long long)c->mb,
+               (long long)(n * c->mb));
+}
+
+/* The gradient (registration order) of the mean loss over `count` samples of step s from off. */
+static void ref_grad(rl_model *m, rl_data *data, rl_ctx *ctx, int s, int64_t off, int64_t count, rl_batch *b,
+                     float *out, float *loss)
+{
+    float l = 0;
+    ck_assert(rl_data_get(data, ctx, s, off, count, b) == 0);
+    ck_assert(rl_model_zero_grad(m) == 0);
+    ck_assert(rl_model_forward(m, b, &l) == 0);
+    ck_assert(rl_model_backward(m, 1.0f) == 0);
+    int64_t k = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        rl_tensor_to_f32(m->params[i].grad, out + k, m->params[i].numel);
+        k += m->params[i].numel;
+    }
+    if (loss)
+        *loss = l;
+}
+
+/* The one-rank references: per group, the model's own backward over the group's whole global
+ * batch of each step, and each rank's mean loss over its own samples. */
 static void ddp_case_reference(ddp_case *c)
 {
-    rl_ctx *ctx = rl_ctx_new_standalone(grade_hw(), 1);
-    rl_model *m = rl_model_new(ctx, &c->model);
-    rl_data *data = rl_data_regression(ctx, c->model.hidden, c->model.out_dim, c->data_seed);
-    ck_assert(m && data);
-    c->total = rl_model_numel(m);
-    rl_batch b;
-    memset(&b, 0, sizeof b);
-    int64_t per_rank = c->mb * c->K;
-    for (int s = 0; s < c->steps; s++) {
-        float loss;
-        ck_assert(rl_data_get(data, ctx, s, 0, c->n * per_rank, &b) == 0);
-        ck_assert(rl_model_zero_grad(m) == 0);
-        ck_assert(rl_model_forward(m, &b, &loss) == 0);
-        ck_assert(rl_model_backward(m, 1.0f) == 0);
-        c->ref[s] = malloc((size_t)c->total * sizeof(float));
-        int64_t off = 0;
-        for (int i = 0; i < m->nparams; i++) {
-            rl_tensor_to_f32(m->params[i].grad, c->ref[s] + off, m->params[i].numel);
-            off += m->params[i].numel;
+    for (int g = 0; g < c->ngroups; g++) {
+        rl_ctx *ctx = rl_ctx_new_standalone(grade_hw(), 1);
+        rl_model *m = rl_model_new(ctx, &c->model);
+        rl_data *data = rl_data_regression(ctx, c->model.hidden, c->model.out_dim, c->data_seed + 1000 * (uint64_t)g);
+        ck_assert(m && data);
+        c->total = rl_model_numel(m);
+        rl_batch b;
+        memset(&b, 0, sizeof b);
+        int64_t per_rank = c->mb * c->K;
+        for (int s = 0; s < c->steps; s++) {
+            c->ref[g][s] = malloc((size_t)c->total * sizeof(float));
+            ref_grad(m, data, ctx, s, 0, c->gsize[g] * per_rank, &b, c->ref[g][s], NULL);
+            for (int q = 0; q < c->n && c->K > 1; q++) {
+                float loss;
+                if (c->group[q] != g)
+                    continue;
+                ck_assert(rl_data_get(data, ctx, s, c->grank[q] * per_rank, per_rank, &b) == 0);
+                ck_assert(rl_model_forward(m, &b, &loss) == 0);
+                c->ref_loss[s][q] = loss;
+            }
         }
-        for (int r = 0; r < c->n && c->K > 1; r++) {
-            ck_assert(rl_data_get(data, ctx, s, r * per_rank, per_rank, &b) == 0);
-            ck_assert(rl_model_forward(m, &b, &loss) == 0);
-            c->ref_loss[s][r] = loss;
-        }
+        rl_batch_free(&b);
+        rl_data_free(data);
+        rl_model_free(m);
+        rl_ctx_free_standalone(ctx);
     }
-    rl_batch_free(&b);
-    rl_data_free(data);
-    rl_model_free(m);
-    rl_ctx_free_standalone(ctx);
 }
 
 static void ddp_case_free(ddp_case *c)
 {
-    for (int s = 0; s < MAXSTEPS; s++)
-        free(c->ref[s]);
+    for (int g = 0; g < MAXG; g++)
+        for (int s = 0; s < MAXSTEPS; s++)
+            free(c->ref[g][s]);
+    for (int q = 0; q < MAXR; q++)
+        free(c->bad_grad[q]);
     free(c);
 }
 
-typedef struct bwd_note { rl_ctx *ctx; int last_unit; double *end_slot, *start_slot; } bwd_note;
+/* The grader's view of one rank's synced backward: it passes every gradient-ready call on to
+ * ddp_grad_ready and notes, from the handles in r->work, which buckets the code under test has
+ * launched, against its own count of the buckets that are complete. */
+typedef struct ddp_watch {
+    ddp_reducer *red;
+    int nb;
+    int seen[MAXP], pending[MAXP], launched[MAXP];
+    int ooo, ooo_missing;          /* a bucket launched while an earlier one was not (-1: none) */
+    int stall;                     /* after the last call: the first complete bucket not launched (-1: none) */
+    int all_ready;                 /* every parameter's gradient came in this backward */
+} ddp_watch;
+
+/* Starts a backward: nothing seen, every bucket pending (a handle left from before counts as launched). */
+static void watch_reset(ddp_watch *w)
+{
+    ddp_reducer *r = w->red;
+    w->nb = r->plan.nbuckets < MAXP ? r->plan.nbuckets : MAXP;
+    memset(w->seen, 0, sizeof w->seen);
+    for (int b = 0; b < w->nb; b++) {
+        w->pending[b] = r->plan.buckets[b].nparams;
+        w->launched[b] = r->work && r->work[b] != NULL;
+    }
+    w->ooo = w->ooo_missing = w->stall = -1;
+    w->all_ready = 0;
+}
+
+/* The grad-ready hook the grader installs: the learner's hook, then a look at what it launched. */
+static int watch_hook(rl_param *p, void *arg)
+{
+    ddp_watch *w = arg;
+    ddp_reducer *r = w->red;
+    int sync = r->require_sync, rc = ddp_grad_ready(p, r);
+    int i = p->index;
+    if (!sync || i < 0 || i >= MAXP || i >= r->plan.nparams || w->seen[i])
+        return rc;
+    w->seen[i] = 1;
+    int b = r->plan.bucket_of[i];
+    if (b >= 0 && b < w->nb)
+        w->pending[b]--;
+    for (int k = 0; k < w->nb; k++)
+        if (!w->launched[k] && r->work && r->work[k]) {
+            w->launched[k] = 1;
+            for (int j = 0; j < k && w->ooo < 0; j++)
+                if (!w->launched[j])
+                    w->ooo = k, w->ooo_missing = j;
+        }
+    int done = 0;
+    while (done < w->nb && w->pending[done] <= 0)
+        done++;
+    w->all_ready = done == w->nb;
+    w->stall = -1;
+    for (int k = 0; k < done && w->stall < 0; k++)
+        if (!w->launched[k])
+            w->stall = k;
+    return rc;
+}
+
+typedef struct bwd_note { rl_ctx *ctx; int last_unit; double *end_slot, *start_slot; ddp_watch *watch; } bwd_note;
 
 /* post_backward of unit 0 fires when the whole backward is done (unit 0 goes last). */
 static int note_bwd_end(rl_unit *u, void *arg)
@@ -1100,15 +1320,20 @@ static int note_bwd_end(rl_unit *u, void *arg)
 static int note_bwd_start(rl_unit *u, void *arg)
 {
     bwd_note *b = arg;
-    if (u->index == b->last_unit && b->start_slot)
-        *b->start_slot = rl_stream_time(b->ctx, RL_STREAM_COMPUTE);
+    if (u->index == b->last_unit) {
+        if (b->start_slot)
+            *b->start_slot = rl_stream_time(b->ctx, RL_STREAM_COMPUTE);
+        if (b->watch)
+            watch_reset(b->watch);
+    }
     return 0;
 }
 
-/* Compares this rank's gradients with the reference of step s. */
+/* Compares this rank's gradients with its group's reference of step s; keeps a copy of them
+ * for the diagnosis when they are wrong. */
 static void compare_grads(ddp_case *c, rl_model *m, int rank, int s)
 {
-    const float *ref = c->ref[s];
+    const float *ref = c->ref[c->group[rank]][s];
     double refmax = 0, worst = 0;
     for (int64_t k = 0; k < c->total; k++)
         refmax = fmax(refmax, fabs(ref[k]));
@@ -1126,11 +1351,16 @@ static void compare_grads(ddp_case *c, rl_model *m, int rank, int s)
         off += m->params[i].numel;
     }
     c->err[rank][s] = worst;
-    free(g);
+    if (!(worst <= 1e-4) && !c->bad_grad[rank]) {
+        c->bad_grad[rank] = g;
+        c->bad_step[rank] = s;
+    } else
+        free(g);
 }
 
-/* The advice for a 28.3/28.4 error the code under test reported, by what it says. */
-static const char *ddp_advice(const char *err, int K)
+/* The advice for a 28.3/28.4 error the code under test reported, by what it says and what the
+ * grader saw the hook launch. */
+static const char *ddp_advice(const char *err, int K, const ddp_watch *w)
 {
     if (strstr(err, "twice") && K > 1)
         return " Inside no_sync (require_sync == 0) the hook must neither mark nor launch anything: the first K-1 "
@@ -1138,6 +1368,12 @@ static const char *ddp_advice(const char *err, int K)
     if (strstr(err, "twice"))
         return " A second backward starts from fresh marks and counts only if ddp_reducer_reset ran at the end of "
                "the previous ddp_finalize_backward.";
+    if ((strstr(err, "never became ready") || strstr(err, "never ready")) && w && w->all_ready && w->stall >= 0)
+        return " The grader counted the gradients: every parameter's came in this backward, so every bucket was "
+               "complete, but the hook did not launch all of them. One gradient can complete several buckets at "
+               "once: its own, and the later ones that were already complete and waiting behind it. The hook "
+               "launches every complete bucket from next_bucket on, in order, not just one per call (README 28.3 "
+               "item 2: \"While bucket next_bucket has pending == 0: ... launch ..., next_bucket++\").";
     if (strstr(err, "never became ready") || strstr(err, "never ready"))
         return " Every parameter gets a gradient in these runs: check that pending[] counts start from the "
                "bucket's nparams and go down once per parameter, and that launched buckets move next_bucket on.";
@@ -1149,38 +1385,55 @@ static int ddp_case_rank(rl_ctx *ctx, void *arg)
     ddp_case *c = arg;
     int rank = rl_rank(ctx);
     rank_res *rr = &c->r[rank];
-    rl_comm *w = rl_comm_world(ctx);
-    rl_model *m = rl_model_new(ctx, &c->model);
-    rl_data *data = rl_data_regression(ctx, c->model.hidden, c->model.out_dim, c->data_seed);
-    if (!m || !data) {
-        note_err(rr, ctx, RL_ERR_ARG, "building the model (grader)");
-        rl_data_free(data);
-        rl_model_free(m);
+    rl_comm *w = rl_comm_world(ctx), *comm = w;
+    if (c->ngroups > 1 && !(comm = rl_comm_split(w, c->group[rank], c->key[rank]))) {
+        note_err(rr, ctx, RL_ERR_ARG, "rl_comm_split (grader)");
         return 0;
     }
-    rl_clear_error(ctx);
-    ddp_reducer *red = ddp_reducer_new(m, w, c->cap, c->first);
+    snprintf(c->comm_name[rank], sizeof c->comm_name[rank], "%s", rl_comm_name(comm));
+    rl_model *m = rl_model_new(ctx, &c->model);
+    rl_data *data = rl_data_regression(ctx, c->model.hidden, c->model.out_dim,
+                                       c->data_seed + 1000 * (uint64_t)c->group[rank]);
+    ddp_reducer *red = NULL;
+    if (!m || !data)
+        note_err(rr, ctx, RL_ERR_ARG, "building the model (grader)");
+    else {
+        rl_clear_error(ctx);
+        if (!(red = ddp_reducer_new(m, comm, c->cap, c->first))) {
+            rr->rc = RL_ERR_ARG;
+            snprintf(rr->err, sizeof rr->err, "ddp_reducer_new failed (it plans the buckets with your "
+                     "ddp_assign_buckets): %s", rl_last_error(ctx));
+        }
+    }
     if (!red) {
-        rr->rc = RL_ERR_ARG;
-        snprintf(rr->err, sizeof rr->err, "ddp_reducer_new failed (it plans the buckets with your "
-                 "ddp_assign_buckets): %s", rl_last_error(ctx));
         rl_data_free(data);
         rl_model_free(m);
+        if (comm != w)
+            rl_comm_free(comm);
         return 0;
     }
     if (rank == 0) {
         c->nbuckets = red->plan.nbuckets;
         for (int b = 0; b < red->plan.nbuckets && b < 64; b++)
             c->bucket_bytes[b] = red->plan.buckets[b].bytes;
+        c->nparams = m->nparams < MAXP ? m->nparams : MAXP;
+        for (int i = 0; i < c->nparams; i++)
+            c->bucket_of[i] = red->plan.bucket_of[i];
     }
     if (c->ready_window > 1)
         rl_model_set_ready_order(m, c->ready_seed + (c->per_rank ? (uint64_t)rank : 0), c->ready_window);
-    bwd_note note = { ctx, m->nunits - 1, NULL, NULL };
+    ddp_watch *watch = calloc(1, sizeof *watch);
+    watch->red = red;
+    watch_reset(watch);
+    m->hook = watch_hook;
+    m->hook_arg = watch;
+    bwd_note note = { ctx, m->nunits - 1, NULL, NULL, watch };
     m->post_backward = note_bwd_end;
     m->pre_backward = note_bwd_start;
     m->unit_arg = &note;
     rl_batch b;
     memset(&b, 0, sizeof b);
+    int crank = rl_comm_rank(comm);
     for (int s = 0; s < c->steps && !rr->rc; s++) {
         c->start[rank][s] = rl_stream_time(ctx, RL_STREAM_COMPUTE);
         rl_step_begin(ctx, s);
@@ -1193,7 +1446,7 @@ static int ddp_case_rank(rl_ctx *ctx, void *arg)
             const char *what = "rl_model_zero_grad";
             rc = rl_model_zero_grad(m);
             if (!rc)
-                rc = rl_data_get(data, ctx, s, rank * c->mb, c->mb, &b), what = "rl_data_get";
+                rc = rl_data_get(data, ctx, s, crank * c->mb, c->mb, &b), what = "rl_data_get";
             if (!rc)
                 rc = rl_model_forward(m, &b, &loss), what = "rl_model_forward";
             if (!rc)
@@ -1204,12 +1457,15 @@ static int ddp_case_rank(rl_ctx *ctx, void *arg)
                 note_err(rr, ctx, rc, what);
         } else {
             rc = ddp_train_step(red, data, s, c->mb, c->K, &b, &loss);
+            c->sync_after[rank][s] = red->require_sync;
             if (rc)
                 note_err(rr, ctx, rc, "ddp_train_step");
         }
+        c->ooo[rank][s] = watch->ooo;
+        c->ooo_missing[rank][s] = watch->ooo_missing;
         if (rc) {
             size_t k = strlen(rr->err);
-            snprintf(rr->err + k, sizeof rr->err - k, " (step %d).%s", s, ddp_advice(rr->err, c->K));
+            snprintf(rr->err + k, sizeof rr->err - k, " (step %d).%s", s, ddp_advice(rr->err, c->K, watch));
         }
         rl_step_end(ctx);
         c->loss[rank][s] = loss;
@@ -1217,9 +1473,14 @@ static int ddp_case_rank(rl_ctx *ctx, void *arg)
             compare_grads(c, m, rank, s);
     }
     rl_batch_free(&b);
+    m->hook = ddp_grad_ready;
+    m->hook_arg = red;
     ddp_reducer_free(red); /* after an error it first lets any all-reduce still in flight finish */
+    free(watch);
     rl_data_free(data);
     rl_model_free(m);
+    if (comm != w)
+        rl_comm_free(comm);
     return 0;
 }
 
@@ -1249,19 +1510,245 @@ static ddp_case *ddp_case_run(int n, int steps, int K, int small, rl_trace **tr,
     return c;
 }
 
+/* ------------------------------------------------------------------ what wrong gradients are */
+
+/* Least-squares factor k of got ≈ k·want over [lo, hi), its relative residual, and the largest
+ * difference |got - want| over refmax. */
+static void fit(const float *got, const float *want, int64_t lo, int64_t hi, double refmax, double *k, double *res,
+                double *diff)
+{
+    double gw = 0, ww = 0, d = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        gw += (double)got[i] * want[i];
+        ww += (double)want[i] * want[i];
+        d = fmax(d, fabs((double)got[i] - want[i]));
+    }
+    *k = ww > 0 ? gw / ww : 0;
+    double rr = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        double e = got[i] - *k * want[i];
+        rr += e * e;
+    }
+    *res = ww > 0 ? sqrt(rr / ww) : INFINITY;
+    *diff = refmax > 0 ? d / refmax : d;
+}
+
+/* Names the factor k when it is one that a usual mistake produces (n, 1/n, K, n·K, the group over
+ * the world ...), appending its cause to m; 0 when none fits. */
+static int name_factor(const ddp_case *c, int g, double k, sbuf *m)
+{
+    int n = c->gsize[g], K = c->K, W = c->n;
+    /* uses: 1 n, 2 K, 4 only in a split world */
+    struct { double v; int uses; const char *name, *why; } cand[] = {
+        { n, 1, "n", "the sum over the n ranks was never divided by n (README 28.3 item 3: scale each bucket by 1/n "
+                     "after its wait, or all-reduce with RL_AVG)" },
+        { 1.0 / n, 1, "1/n", "the mean was divided by n once more: RL_AVG and a 1/n scale together, or a grad_scale "
+                             "that already divides by n" },
+        { K, 2, "K", "each micro-step's backward takes grad_scale 1/K, so that the K micro-steps add up to their "
+                     "mean (README 28.4)" },
+        { 1.0 / K, 2, "1/K", "the gradients were divided by K twice" },
+        { (double)n * K, 3, "n x K", "neither the 1/n average nor the grad_scale 1/K was applied" },
+        { 1.0 / ((double)n * K), 3, "1/(n x K)", "the gradients were divided by n and by K once too often" },
+        { (double)n / W, 4, "n/W (group size / world size)", "the sum over the group was divided by the world's size "
+          "W instead of the data-parallel group's n: average over the reducer's communicator (rl_comm_size(r->comm))" },
+        { (double)W / n, 4, "W/n (world size / group size)", "the sum was divided by the group's size, but it added "
+          "up the gradients of the world's W ranks" },
+    };
+    int hits = 0;
+    for (size_t j = 0; j < sizeof cand / sizeof cand[0]; j++) {
+        int u = cand[j].uses;
+        if (((u & 1) && n == 1) || ((u & 2) && K == 1) || ((u & 4) && c->ngroups < 2) ||
+            fabs(cand[j].v - 1) < 1e-9 || fabs(k - cand[j].v) > 1e-3 * cand[j].v)
+            continue;
+        sb_add(m, "%s%s = %g: %s", hits ? "; or " : " That is ", cand[j].name, cand[j].v, cand[j].why);
+        hits++;
+    }
+    if (hits)
+        sb_add(m, ".");
+    return hits;
+}
+
+/* The gradients of micro-steps k0..k1-1 of the rank whose samples are number idx (each the mean
+ * over one micro-batch), each scaled by `scale`, added into out. */
+static void add_micro(const ddp_case *c, rl_model *m, rl_data *data, rl_ctx *ctx, rl_batch *b, int idx, int s, int k0,
+                      int k1, double scale, float *tmp, float *out)
+{
+    for (int k = k0; k < k1; k++) {
+        ref_grad(m, data, ctx, s, ((int64_t)idx * c->K + k) * c->mb, c->mb, b, tmp, NULL);
+        for (int64_t i = 0; i < c->total; i++)
+            out[i] += (float)(scale * tmp[i]);
+    }
+}
+
+/* Appends to m what rank r's wrong gradients of step s look like: a pure factor of the
+ * reference (named when a usual mistake gives it), its own unreduced gradient, only the last
+ * micro-step, a sync on the first micro-step, a bucket launched out of order on some rank,
+ * else which buckets are right and which are not. */
+static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
+{
+    const float *got = c->bad_grad[r];
+    int g = c->group[r], n = c->gsize[g], K = c->K;
+    if (!got || c->bad_step[r] != s)
+        return;
+    const float *ref = c->ref[g][s];
+    double refmax = 0;
+    for (int64_t i = 0; i < c->total; i++)
+        refmax = fmax(refmax, fabs(ref[i]));
+    double k, res, diff;
+    fit(got, ref, 0, c->total, refmax, &k, &res, &diff);
+    if (res <= 1e-3) {
+        sb_add(m, " All of its gradients are %.4g times the expected ones.", k);
+        if (!name_factor(c, g, k, m))
+            sb_add(m, " That is none of the factors usual mistakes make (n = %d, K = %d): check every scale the "
+                   "gradients go through (grad_scale, the 1/n average).", n, K);
+        return;
+    }
+    /* explanations that are other gradients of the same model and data */
+    rl_ctx *ctx = rl_ctx_new_standalone(grade_hw(), 1);
+    rl_model *mod = rl_model_new(ctx, &c->model);
+    rl_data *data = rl_data_regression(ctx, c->model.hidden, c->model.out_dim, c->data_seed + 1000 * (uint64_t)g);
+    rl_batch b;
+    memset(&b, 0, sizeof b);
+    float *tmp = malloc((size_t)c->total * sizeof(float)), *h = calloc((size_t)c->total, sizeof(float));
+    const char *found = NULL;
+    char why[600];
+    int ok = 1;
+    for (int64_t i = 0; i < c->total && ok; i++)
+        ok = got[i] == 0;
+    if (ok)
+        found = " Every gradient is 0: nothing reached the bucket buffers, or they were zeroed after backward.";
+    if (!found) { /* its own gradient, never reduced (or divided by n) */
+        add_micro(c, mod, data, ctx, &b, c->grank[r], s, 0, K, 1.0 / K, tmp, h);
+        double dk, dres, d;
+        fit(got, h, 0, c->total, refmax, &dk, &dres, &d);
+        if (d <= 1e-4)
+            found = " They are this rank's own gradient of its samples: nothing was all-reduced into them (was "
+                    "every bucket launched on r->comm and waited for before the optimizer reads it?).";
+        else if (n > 1 && dres <= 1e-3 && fabs(dk - 1.0 / n) <= 1e-3 / n)
+            found = " They are this rank's own gradient of its samples divided by n: the 1/n scale ran, but the "
+                    "all-reduce's sum never arrived in the buffer. A bucket is scaled after rl_wait on its own "
+                    "all-reduce returns, and every bucket's all-reduce is waited for (README 28.3 item 3).";
+    }
+    if (!found && K > 1) { /* only the last micro-step's gradient survived */
+        memset(h, 0, (size_t)c->total * sizeof(float));
+        for (int q = 0; q < c->n; q++)
+            if (c->group[q] == g)
+                add_micro(c, mod, data, ctx, &b, c->grank[q], s, K - 1, K, 1.0 / ((double)n * K), tmp, h);
+        double dk, dres, d;
+        fit(got, h, 0, c->total, refmax, &dk, &dres, &d);
+        if (d <= 1e-4 || (dres <= 1e-3 && fabs(dk - K) <= 1e-3 * K)) {
+            snprintf(why, sizeof why, " They hold the last micro-step's gradient only%s: the earlier micro-steps' "
+                     "gradients were thrown away — zero the gradients once, before the micro-step loop, not in it "
+                     "(README 28.4, Hints).", d <= 1e-4 ? "" : " (K times, without the 1/K)");
+            found = why;
+        }
+    }
+    if (!found && c->ngroups > 1 && K > 1) { /* samples read by world rank instead of group rank */
+        memset(h, 0, (size_t)c->total * sizeof(float));
+        for (int q = 0; q < c->n; q++)
+            if (c->group[q] == g)
+                add_micro(c, mod, data, ctx, &b, q, s, 0, K, 1.0 / ((double)n * K), tmp, h);
+        double dk, dres, d;
+        fit(got, h, 0, c->total, refmax, &dk, &dres, &d);
+        if (d <= 1e-4)
+            found = " They are the gradient of the samples the ranks' WORLD ranks would read: in a split world a "
+                    "rank's micro-batches follow its rank in the reducer's communicator (rl_comm_rank(r->comm)), not "
+                    "rl_rank (ddp.h: ddp_train_step).";
+    }
+    if (!found && K > 1) { /* micro-step 0 synced, the others only accumulated locally */
+        memset(h, 0, (size_t)c->total * sizeof(float));
+        for (int q = 0; q < c->n; q++)
+            if (c->group[q] == g)
+                add_micro(c, mod, data, ctx, &b, c->grank[q], s, 0, 1, 1.0 / ((double)n * K), tmp, h);
+        float *h2 = calloc((size_t)c->total, sizeof(float));
+        add_micro(c, mod, data, ctx, &b, c->grank[r], s, 1, K, 1.0 / K, tmp, h2);
+        double dk, dres, d, d2;
+        for (int64_t i = 0; i < c->total; i++) /* its later micro-steps added before or after the 1/n */
+            tmp[i] = h[i] + h2[i], h[i] += h2[i] / (float)n;
+        fit(got, tmp, 0, c->total, refmax, &dk, &dres, &d);
+        fit(got, h, 0, c->total, refmax, &dk, &dres, &d2);
+        free(h2);
+        if (d <= 1e-4 || d2 <= 1e-4)
+            found = " They are the first micro-step's gradients averaged over the ranks plus this rank's own later "
+                    "micro-steps: the all-reduce ran after micro-step 0 instead of the last one (README 28.4: "
+                    "require_sync = (k == K-1)).";
+    }
+    if (found)
+        sb_add(m, "%s", found);
+    for (int q = 0; q < c->n && !found; q++)
+        if (c->group[q] == g && c->ooo[q][s] >= 0) {
+            sb_add(m, " In this backward rank %d launched bucket %d while bucket %d was not launched yet (the "
+                   "grader watched the handles in r->work): backward makes gradients ready in another order on each "
+                   "rank, so the ranks all-reduced different buckets at the same position in the sequence and "
+                   "summed a bucket with another bucket of the same size. Buckets launch in bucket order: a complete "
+                   "bucket waits until every earlier one is launched (README 28.3: \"Buckets launch in order\").", q,
+                   c->ooo[q][s], c->ooo_missing[q][s]);
+            found = "ooo";
+        }
+    if (!found) { /* which buckets are right */
+        sb_add(m, " Per bucket, its gradient against the expected one:");
+        int64_t *lo = calloc((size_t)c->nparams + 1, sizeof *lo);
+        for (int i = 0; i < c->nparams && i < mod->nparams; i++)
+            lo[i + 1] = lo[i] + mod->params[i].numel;
+        int nright = 0;
+        for (int bk = 0; bk < c->nbuckets; bk++) {
+            double gw = 0, ww = 0, d = 0, rr = 0;
+            for (int i = 0; i < c->nparams; i++)
+                if (c->bucket_of[i] == bk)
+                    for (int64_t e = lo[i]; e < lo[i + 1]; e++) {
+                        gw += (double)got[e] * ref[e];
+                        ww += (double)ref[e] * ref[e];
+                        d = fmax(d, fabs((double)got[e] - ref[e]));
+                    }
+            double kb = ww > 0 ? gw / ww : 0;
+            for (int i = 0; i < c->nparams; i++)
+                if (c->bucket_of[i] == bk)
+                    for (int64_t e = lo[i]; e < lo[i + 1]; e++)
+                        rr += (got[e] - kb * ref[e]) * (got[e] - kb * ref[e]);
+            if (d <= 1e-4 * refmax)
+                sb_add(m, " bucket %d right;", bk), nright++;
+            else if (ww > 0 && sqrt(rr / ww) <= 1e-3)
+                sb_add(m, " bucket %d %.4g times;", bk, kb);
+            else
+                sb_add(m, " bucket %d wrong (not a multiple);", bk);
+        }
+        if (nright)
+            sb_add(m, " Some buckets are right and others are not: something happened to the wrong ones between "
+                      "their launch and the end of finalize — an all-reduce not waited for (rl_wait) before its "
+                      "bucket is scaled or read, a bucket scaled twice or not at all, or gradients added into a "
+                      "bucket after its all-reduce was launched.");
+        else
+            sb_add(m, " no bucket is right (not a factor of the expected gradients either).");
+        free(lo);
+    }
+    free(tmp);
+    free(h);
+    rl_batch_free(&b);
+    rl_data_free(data);
+    rl_model_free(mod);
+    rl_ctx_free_standalone(ctx);
+}
+
 static void check_grads(const ddp_case *c, const char *what)
 {
     for (int r = 0; r < c->n; r++)
-        for (int s = 0; s < c->steps; s++)
-            ck_assert_msg(c->err[r][s] <= 1e-4,
-                          "%s: rank %d, step %d: the gradients differ from one rank's gradient of the global batch "
-                          "(%d ranks x %lld samples%s) by %.3g of the largest gradient (worst: %s; tolerance 1e-4). "
-                          "%s", what, r, s, c->n, (long long)c->mb * c->K, c->K > 1 ? " x K micro-steps" : "",
-                          c->err[r][s], c->err_param[r],
-                          fabs(c->err[r][s] - (c->n - 1)) < 0.5 ? "They look n times too large: did you average?"
-                          : c->ready_window > 1 ? "Backward announced the gradients in another order on each rank: "
-                                                  "a bucket launched out of bucket order is summed with another "
-                                                  "bucket of the same size on the other ranks." : "");
+        for (int s = 0; s < c->steps; s++) {
+            if (c->err[r][s] <= 1e-4)
+                continue;
+            int g = c->group[r];
+            sbuf m = { 0 };
+            sb_add(&m, "%s: rank %d, step %d: the gradients differ from one rank's gradient of ", what, r, s);
+            if (c->ngroups > 1)
+                sb_add(&m, "its data-parallel group's global batch (group %d: %d of the %d ranks, rank %d in the "
+                           "group, its own data; ", g, c->gsize[g], c->n, c->grank[r]);
+            else
+                sb_add(&m, "the global batch (");
+            batch_desc(c, g, &m);
+            sb_add(&m, ") by %.3g of the largest gradient (worst: %s; tolerance 1e-4).", c->err[r][s],
+                   c->err_param[r]);
+            grad_diagnosis(c, r, s, &m);
+            ck_abort_msg("%s", sb_str(&m));
+        }
 }
 
 /* Runs a case and checks its gradients (run_what names the run, what the check). */
@@ -1345,7 +1832,43 @@ static void check_bucket_order(const ddp_case *c, const rl_trace *t, const char 
                               "%s: rank %d, step %d: all-reduce #%d is tagged bucket %d", what, r, s, b,
                               ev[b]->tags[RL_TAG_BUCKET]);
             }
+            /* the bucket tag marks the all-reduce only: backward's kernels after a launch carry none */
+            for (size_t i = 0; i < t->n; i++) {
+                const rl_trace_event *e = &t->ev[i];
+                if (e->rank != r || e->tags[RL_TAG_STEP] != s || e->stream != RL_STREAM_COMPUTE ||
+                    e->cat != RL_CAT_COMPUTE || e->vstart < c->bwd_start[r][s] - 1e-12 ||
+                    e->vend > c->bwd_end[r][s] + 1e-12)
+                    continue;
+                ck_assert_msg(e->tags[RL_TAG_BUCKET] < 0,
+                              "%s: rank %d, step %d: backward's kernel '%s' at %.1f us (virtual time since the step "
+                              "began) carries the bucket tag %d: the hook tags a bucket's all-reduce and untags right "
+                              "after launching it (README 28.3 item 2: \"tag it (rl_set_tag(ctx, RL_TAG_BUCKET, b)), "
+                              "launch ..., untag\"); a tag left set marks every later kernel of backward as part of "
+                              "bucket %d in the timeline and in the trace", what, r, s, e->name,
+                              (e->vstart - c->start[r][s]) * 1e6, e->tags[RL_TAG_BUCKET], e->tags[RL_TAG_BUCKET]);
+            }
         }
+}
+
+/* From the trace: every collective and send/recv of a rank ran on its reducer's communicator
+ * (its data-parallel group), none on the world. */
+static void check_group_comm(const ddp_case *c, const rl_trace *t, const char *what)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        if ((e->cat != RL_CAT_COMM && e->cat != RL_CAT_P2P) || e->rank < 0 || e->rank >= c->n ||
+            e->tags[RL_TAG_STEP] < 0)
+            continue;
+        int q = e->rank, g = c->group[q];
+        ck_assert_msg(strcmp(e->comm, c->comm_name[q]) == 0,
+                      "%s: rank %d's %s (%.0f bytes, step %d) ran on communicator '%s', but its reducer was built on "
+                      "'%s', its data-parallel group (group %d: %d of the %d ranks, which trains on data of its own). "
+                      "DDP all-reduces over the reducer's communicator r->comm, and averages over its size "
+                      "(rl_comm_size(r->comm)); in a run that is also tensor- or pipeline-parallel (lab 31) the "
+                      "data-parallel group is not the world, and an all-reduce on rl_comm_world adds the other "
+                      "group's gradients in", what, q, e->name, e->bytes, e->tags[RL_TAG_STEP], e->comm,
+                      c->comm_name[q], g, c->gsize[g], c->n);
+    }
 }
 
 typedef struct order_rec { ddp_bucket_plan *plan; int *pending; int next, out_of_order; } order_rec;
@@ -1439,6 +1962,31 @@ START_TEST(t_ddp_bucket_order)
 }
 END_TEST
 
+START_TEST(t_ddp_groups)
+{
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    ddp_case *c = ddp_case_new(4, 2, 1, 1);
+    ddp_case_split(c, &g, rl_grade_pick(&g, 4, 6), &cases);
+    c->model.layers = rl_grade_pick(&g, 2, 5);
+    c->ready_window = rl_grade_pick(&g, 2, 20);
+    c->ready_seed = rl_rng_next(&g);
+    c->per_rank = 1;
+    sb_add(&cases, "; small MLP of %d blocks, gradients ready %d at a time in another order on every rank",
+           c->model.layers, c->ready_window);
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
+    rl_trace *t = NULL;
+    const char *what = "overlapped DDP on two data-parallel groups of a split world";
+    ddp_case_go(c, &t, what);
+    check_group_comm(c, t, what);
+    check_bucket_order(c, t, what);
+    check_grads(c, what);
+    rl_trace_free(t);
+    ddp_case_free(c);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ refusals and the incident */
 
 typedef struct hook_wrap {
@@ -1457,14 +2005,32 @@ typedef struct incident_case {
     rl_model_config model;
     double cap, first;
     int skip;                      /* index of the parameter that gets no gradient */
-    int bucket;                    /* its bucket (the reducer's plan, rank 0) */
+    int bucket, nbuckets;          /* its bucket and the number of buckets (the reducer's plan, rank 0) */
     rank_res r[MAXR];
     int fin_rc[MAXR], mark_rc[MAXR][2], pending_after[MAXR], pending_want[MAXR];
     char fin_msg[MAXR][1100], mark_msg[MAXR][1100];
-    int mode;                      /* 0: never-ready bucket; 1: a parameter marked twice */
+    double fin_time[MAXR];         /* compute-stream clock when the failing finalize returned */
+    int next_rc[MAXR];             /* mode 2: a complete backward and finalize after the error */
+    char next_msg[MAXR][1100];
+    int mode;                      /* 0: never-ready bucket; 1: a parameter marked twice; 2: 0, then a full backward */
+    int not_last;                  /* modes 0, 2: the parameter sits in a bucket that is not the last one */
     int n;                         /* ranks */
     uint64_t pick;                 /* draws the parameter */
 } incident_case;
+
+/* One forward and backward of 4 samples of step s on rank `rank`; 0 or the error. */
+static int incident_backward(rl_ctx *ctx, rl_model *m, rl_data *data, int rank, int s, rl_batch *bt)
+{
+    float loss;
+    int rc = rl_model_zero_grad(m);
+    if (!rc)
+        rc = rl_data_get(data, ctx, s, rank * 4, 4, bt);
+    if (!rc)
+        rc = rl_model_forward(m, bt, &loss);
+    if (!rc)
+        rc = rl_model_backward(m, 1.0f);
+    return rc;
+}
 
 static int incident_rank(rl_ctx *ctx, void *arg)
 {
@@ -1480,39 +2046,54 @@ static int incident_rank(rl_ctx *ctx, void *arg)
         rl_model_free(m);
         return 0;
     }
-    /* the same parameter on every rank: among those whose bucket holds two or more (mode 1) */
-    int cand[512], nc = 0;
-    for (int i = 0; i < m->nparams && nc < 512; i++)
-        if (c->mode == 0 || red->plan.buckets[red->plan.bucket_of[i]].nparams >= 2)
+    /* the same parameter on every rank: among those whose bucket holds two or more (mode 1), or
+     * whose bucket is not the last one (not_last, when there are several buckets) */
+    int cand[512], nc = 0, nb = red->plan.nbuckets;
+    for (int i = 0; i < m->nparams && nc < 512; i++) {
+        int b = red->plan.bucket_of[i];
+        if (c->mode == 1 ? red->plan.buckets[b].nparams >= 2 : !c->not_last || nb < 2 || b < nb - 1)
             cand[nc++] = i;
+    }
     int idx = nc ? cand[c->pick % (uint64_t)nc] : 0, b = red->plan.bucket_of[idx];
     if (rank == 0)
-        c->skip = idx, c->bucket = b;
-    if (c->mode == 0) {
+        c->skip = idx, c->bucket = b, c->nbuckets = nb;
+    if (c->mode != 1) {
         hook_wrap h = { red, idx };
         m->hook = skip_hook;
         m->hook_arg = &h;
         rl_batch bt;
         memset(&bt, 0, sizeof bt);
-        float loss;
         rl_clear_error(ctx);
-        int rc = rl_model_zero_grad(m);
-        if (!rc)
-            rc = rl_data_get(data, ctx, 0, rank * 4, 4, &bt);
-        if (!rc)
-            rc = rl_model_forward(m, &bt, &loss);
-        if (!rc && (rc = rl_model_backward(m, 1.0f)))
+        rl_step_begin(ctx, 0);
+        int rc = incident_backward(ctx, m, data, rank, 0, &bt);
+        if (rc)
             note_err(rr, ctx, rc, "rl_model_backward (it calls your ddp_grad_ready)");
         if (!rr->rc) {
             rl_clear_error(ctx);
             c->fin_rc[rank] = ddp_finalize_backward(red);
+            c->fin_time[rank] = rl_stream_time(ctx, RL_STREAM_COMPUTE);
             snprintf(c->fin_msg[rank], sizeof c->fin_msg[rank], "%s", rl_last_error(ctx));
             if (c->fin_rc[rank])
                 rl_grade_note("ddp_finalize_backward returned %d: %s", c->fin_rc[rank], c->fin_msg[rank]);
         }
-        rl_batch_free(&bt);
+        rl_step_end(ctx);
         m->hook = ddp_grad_ready;
         m->hook_arg = red;
+        if (c->mode == 2 && !rr->rc && c->fin_rc[rank]) { /* the next backward, every gradient present */
+            rl_step_begin(ctx, 1);
+            rl_clear_error(ctx);
+            const char *what = "rl_model_backward (it calls your ddp_grad_ready)";
+            int rc2 = incident_backward(ctx, m, data, rank, 1, &bt);
+            if (!rc2)
+                rc2 = ddp_finalize_backward(red), what = "ddp_finalize_backward";
+            c->next_rc[rank] = rc2;
+            snprintf(c->next_msg[rank], sizeof c->next_msg[rank], "%s returned %d (%s): %s", what, rc2,
+                     rl_status_name(rc2), rl_last_error(ctx)[0] ? rl_last_error(ctx) : "(no message)");
+            if (rc2)
+                rl_grade_note("%s", c->next_msg[rank]);
+            rl_step_end(ctx);
+        }
+        rl_batch_free(&bt);
     } else {
         rl_param *p = &m->params[idx];
         for (int k = 0; k < 2; k++) {
@@ -1531,32 +2112,37 @@ static int incident_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
-/* Runs an incident case on n ranks with a small MLP of random depth and caps. */
-static incident_case *incident_run(int mode)
+/* Runs an incident case on n ranks with a small MLP of random depth and caps (drawn from g);
+ * describes it in cases. */
+static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace **tr, sbuf *cases)
 {
-    rl_rng g = rl_grade_rng(1);
     incident_case *c = calloc(1, sizeof *c);
     ddp_run_config d = ddp_run_config_default();
     c->model = d.model;
     c->model.hidden = 64;
-    c->model.layers = rl_grade_pick(&g, 2, 5);
+    c->model.layers = rl_grade_pick(g, 2, 5);
     c->first = 0.05;
-    c->cap = 0.02 * rl_grade_pick(&g, 3, 10);
+    c->cap = 0.02 * rl_grade_pick(g, 3, 10);
     c->mode = mode;
-    c->pick = rl_rng_next(&g);
-    int n = c->n = rl_grade_pick(&g, 2, 4);
-    launch_or_fail(n, incident_rank, c, c->r, NULL,
-                   mode ? "ddp_grad_ready called twice for one parameter" : "a backward that skips one parameter");
-    printf("cases: %d ranks, small MLP of %d blocks, cap %g MiB, parameter %d (bucket %d)\n", n, c->model.layers,
-           c->cap, c->skip, c->bucket);
+    c->not_last = not_last;
+    c->pick = rl_rng_next(g);
+    int n = c->n = rl_grade_pick(g, 2, 4);
+    /* mode 2: a slow link (1 ms per ring step), so that the buckets launched during backward are
+     * still running when finalize is called */
+    rl_hw slow = *grade_hw();
+    slow.intra.alpha = 1e-3;
+    launch_or_fail_hw(n, mode == 2 ? &slow : NULL, incident_rank, c, c->r, tr,
+                      mode == 1 ? "ddp_grad_ready called twice for one parameter" : "a backward that skips one parameter",
+                      NULL);
+    sb_add(cases, "%s%d ranks, small MLP of %d blocks, cap %g MiB, parameter %d (bucket %d of %d)",
+           cases->len ? "; " : "", n, c->model.layers, c->cap, c->skip, c->bucket, c->nbuckets);
     return c;
 }
 
-START_TEST(t_ddp_never_ready)
+/* Checks that finalize failed on every rank of a never-ready case and named the bucket. */
+static void check_never_ready(const incident_case *c)
 {
-    incident_case *c = incident_run(0);
-    int n = c->n;
-    for (int r = 0; r < n; r++) {
+    for (int r = 0; r < c->n; r++) {
         const char *msg = c->fin_msg[r][0] ? c->fin_msg[r] : "(none)";
         ck_assert_msg(c->fin_rc[r] != 0,
                       "parameter %d got no gradient in this backward (as an unused head's parameters in lecture 28's "
@@ -1565,18 +2151,75 @@ START_TEST(t_ddp_never_ready)
                       "next_bucket < nbuckets, some parameter got no gradient: return an error naming the bucket\")",
                       c->skip, c->bucket, r, msg);
         ck_assert_msg(names_bucket(c->fin_msg[r], c->bucket),
-                      "parameter %d got no gradient, so bucket %d never became ready; ddp_finalize_backward on rank %d "
-                      "failed (%d, %s) with the message \"%s\", which does not name the bucket: it should say "
-                      "\"bucket %d\" (README 28.3, and Troubleshooting: \"bucket 2 never became ready\")", c->skip,
-                      c->bucket, r, c->fin_rc[r], rl_status_name(c->fin_rc[r]), msg, c->bucket);
+                      "parameter %d got no gradient, so bucket %d (of buckets 0..%d) never became ready; "
+                      "ddp_finalize_backward on rank %d failed (%d, %s) with the message \"%s\", which does not name "
+                      "that bucket: it should say \"bucket %d\" — the first bucket that was never launched, "
+                      "next_bucket (README 28.3, and Troubleshooting: \"bucket 2 never became ready\")", c->skip,
+                      c->bucket, c->nbuckets - 1, r, c->fin_rc[r], rl_status_name(c->fin_rc[r]), msg, c->bucket);
     }
+}
+
+START_TEST(t_ddp_never_ready)
+{
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    /* a parameter of a bucket that is not the last one, then one of any bucket */
+    incident_case *a = incident_run(&g, 0, 1, NULL, &cases);
+    incident_case *b = incident_run(&g, 0, 0, NULL, &cases);
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
+    check_never_ready(a);
+    check_never_ready(b);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(t_ddp_error_path)
+{
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    rl_trace *t = NULL;
+    incident_case *c = incident_run(&g, 2, 1, &t, &cases);
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
+    ck_assert_msg(t != NULL, "the run left no trace");
+    for (int r = 0; r < c->n; r++) {
+        ck_assert_msg(c->fin_rc[r] != 0,
+                      "parameter %d got no gradient, so bucket %d never became ready, but ddp_finalize_backward on "
+                      "rank %d returned 0; this test needs that error (see the test of lecture 28's incident)",
+                      c->skip, c->bucket, r);
+        for (size_t i = 0; i < t->n; i++) {
+            const rl_trace_event *e = &t->ev[i];
+            if (e->rank != r || e->cat != RL_CAT_COMM || e->tags[RL_TAG_STEP] != 0)
+                continue;
+            ck_assert_msg(e->vend <= c->fin_time[r] + 1e-12,
+                          "parameter %d got no gradient, so bucket %d never became ready and finalize failed, but on "
+                          "rank %d it returned at %.1f us of virtual time while the %s of %.0f bytes (seq %lld, a "
+                          "bucket launched before) ran until %.1f us: on this error too, finalize first waits for the "
+                          "buckets it launched (ddp.h: ddp_finalize_backward), or an all-reduce is still writing into "
+                          "a bucket buffer while the caller zeroes it for the next backward or frees the reducer",
+                          c->skip, c->bucket, r, c->fin_time[r] * 1e6, e->name, e->bytes, (long long)e->seq,
+                          e->vend * 1e6);
+        }
+        ck_assert_msg(c->next_rc[r] == 0,
+                      "after finalize reported that bucket %d never became ready, the next backward on the same "
+                      "reducer had every gradient, yet on rank %d %s. On this error too, finalize resets the reducer "
+                      "(ddp_reducer_reset, ddp.h: ddp_finalize_backward): otherwise the next backward starts with "
+                      "this one's marks, pending counts and next_bucket", c->bucket, r, c->next_msg[r]);
+    }
+    rl_trace_free(t);
     free(c);
 }
 END_TEST
 
 START_TEST(t_ddp_double_mark)
 {
-    incident_case *c = incident_run(1);
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    incident_case *c = incident_run(&g, 1, 0, NULL, &cases);
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
     int n = c->n;
     for (int r = 0; r < n; r++) {
         ck_assert_msg(c->mark_rc[r][0] == 0, "rank %d: the first ddp_grad_ready for parameter %d returned %d (%s): %s",
@@ -1669,13 +2312,31 @@ static void check_losses(const ddp_case *c, const char *what)
     for (int r = 0; r < c->n; r++)
         for (int s = 0; s < c->steps; s++) {
             double want = c->ref_loss[s][r], got = c->loss[r][s];
+            int q = c->grank[r];
             ck_assert_msg(fabs(got - want) <= 1e-4 * fabs(want) + 1e-7,
                           "%s: rank %d, step %d: ddp_train_step reported loss %.7g; the mean loss of this rank's %d "
-                          "micro-batches (samples %lld..%lld) is %.7g (ddp.h: \"*loss gets the mean loss of this "
-                          "rank's samples\"; the mean of the K micro-steps' losses, not the last one's or their sum)",
-                          what, r, s, got, c->K, (long long)(r * c->K * c->mb),
-                          (long long)((r + 1) * c->K * c->mb - 1), want);
+                          "micro-batches (samples %lld..%lld%s) is %.7g (ddp.h: \"*loss gets the mean loss of this "
+                          "rank's samples\"; the mean of the K micro-steps' losses, not the last one's or their "
+                          "sum)%s", what, r, s, got, c->K, (long long)(q * c->K * c->mb),
+                          (long long)((q + 1) * c->K * c->mb - 1), c->ngroups > 1 ? " of its group's data" : "", want,
+                          c->ngroups > 1 && q != r
+                          ? ". In a split world a rank's samples follow its rank in the reducer's communicator "
+                            "(rl_comm_rank(r->comm)), not its world rank (ddp.h: \"Rank r's micro-batch k ... r being "
+                            "its rank in r->comm\")" : "");
         }
+}
+
+/* After every ddp_train_step with K > 1 the reducer is out of no_sync again. */
+static void check_sync_restored(const ddp_case *c, const char *what)
+{
+    for (int r = 0; r < c->n; r++)
+        for (int s = 0; s < c->steps; s++)
+            ck_assert_msg(c->sync_after[r][s] == 1,
+                          "%s: rank %d, step %d: ddp_train_step returned with require_sync = %d; the step leaves the "
+                          "reducer out of no_sync, require_sync = 1 (README 28.4: \"Set require_sync = 1 again at the "
+                          "end\"; ddp.h), or the next backward that is not inside ddp_train_step's loop — a step with "
+                          "accum_steps = 1, or code that drives backward itself as in 28.3 — all-reduces nothing",
+                          what, r, s, c->sync_after[r][s]);
 }
 
 START_TEST(t_nosync_grads)
@@ -1683,6 +2344,7 @@ START_TEST(t_nosync_grads)
     ddp_case *c = ddp_case_run(2, 2, 3, 1, NULL, "ddp_train_step with 3 micro-steps (2 ranks)");
     check_grads(c, "2 ranks x 3 micro-steps");
     check_losses(c, "2 ranks x 3 micro-steps");
+    check_sync_restored(c, "2 ranks x 3 micro-steps");
     ddp_case_free(c);
 }
 END_TEST
@@ -1723,12 +2385,42 @@ START_TEST(t_nosync_random)
         ddp_case_go(c, &t, what);
         check_grads(c, what);
         check_losses(c, what);
+        check_sync_restored(c, what);
         check_bucket_order(c, t, what);
         rl_trace_free(t);
         ddp_case_free(c);
     }
     printf("cases: %s\n", sb_str(&cases));
     free(cases.s);
+}
+END_TEST
+
+START_TEST(t_nosync_groups)
+{
+    rl_rng g = rl_grade_rng(1);
+    sbuf cases = { 0 };
+    ddp_case *c = ddp_case_new(4, 2, rl_grade_pick(&g, 2, 4), 1);
+    ddp_case_split(c, &g, rl_grade_pick(&g, 4, 6), &cases);
+    c->mb = rl_grade_pick(&g, 2, 5);
+    c->model.layers = rl_grade_pick(&g, 2, 4);
+    c->ready_window = rl_grade_pick(&g, 2, 20);
+    c->ready_seed = rl_rng_next(&g);
+    c->per_rank = 1;
+    sb_add(&cases, "; K=%d micro-steps of %lld samples, small MLP of %d blocks, ready window %d", c->K,
+           (long long)c->mb, c->model.layers, c->ready_window);
+    printf("cases: %s\n", sb_str(&cases));
+    free(cases.s);
+    rl_trace *t = NULL;
+    char what[160];
+    snprintf(what, sizeof what, "ddp_train_step with %d micro-steps on two data-parallel groups of a split world",
+             c->K);
+    ddp_case_go(c, &t, what);
+    check_group_comm(c, t, what);
+    check_losses(c, what);
+    check_grads(c, what);
+    check_bucket_order(c, t, what);
+    rl_trace_free(t);
+    ddp_case_free(c);
 }
 END_TEST
 
@@ -1904,6 +2596,16 @@ static int label_is(const char *label, const char *word, double x)
     return end != label + k && fabs(v - x) <= 1e-9 * fabs(x);
 }
 
+/* 1 when label is "straggler rank <R> +<X> ms" with R = rank and X = ms (any number format). */
+static int straggler_label_is(const char *label, int rank, double ms)
+{
+    int r = -1, k = 0;
+    double x = -1;
+    if (sscanf(label, "straggler rank %d +%lf ms%n", &r, &x, &k) != 2 || k == 0 || label[k] != 0)
+        return 0;
+    return r == rank && fabs(x - ms) <= 1e-9 * fabs(ms);
+}
+
 /* A row's label for messages ("(no label)" when empty). */
 static const char *row_label(const ddp_sweep_row *row) { return row->label[0] ? row->label : "(no label)"; }
 
@@ -1924,10 +2626,21 @@ static void check_sweep_rows(const ddp_sweep_config *sc, const ddp_sweep_table *
                       : ", no straggler", sc->max_ranks);
         int lab_ok = is_cap ? label_is(row->label, "bucket ", cap)
                      : is_world ? label_is(row->label, "world ", n)
-                                : label_is(row->label, "straggler rank ", sc->straggler_rank);
+                                : straggler_label_is(row->label, sc->straggler_rank, sc->straggler_ms);
+        char want[96];
+        if (is_cap)
+            snprintf(want, sizeof want, "\"bucket %g MiB\"", cap);
+        else if (is_world)
+            snprintf(want, sizeof want, "\"world %d\"", n);
+        else
+            snprintf(want, sizeof want, "\"straggler rank %d +%g ms\" (the delay as given, %g ms)", sc->straggler_rank,
+                     sc->straggler_ms, sc->straggler_ms);
         ck_assert_msg(lab_ok, "row %d is labelled '%s'; expected %s (ddp.c, TODO 28.5: the rows' labels)", i,
-                      row->label[0] ? row->label : "(empty)",
-                      is_cap ? "\"bucket <cap> MiB\"" : is_world ? "\"world <n>\"" : "\"straggler rank <R> +<X> ms\"");
+                      row->label[0] ? row->label : "(empty)", want);
+        ck_assert_msg(is_world || (row->efficiency == 0 && row->speedup == 0),
+                      "%s, row %d ('%s'): efficiency %g, speedup %g; those two are for the world rows only, against "
+                      "'world 1' (ddp.h: \"world rows: ...\"); on the bucket and straggler rows they stay 0, which "
+                      "ddp_sweep_print shows as '-'", hw->name, i, row_label(row), row->efficiency, row->speedup);
         ck_assert_msg(row->stats.step_time > 0 && row->stats.ranks == n,
                       "%s, row %d ('%s'): no measurements (step time %g s, %d ranks); run it with ddp_run", hw->name,
                       i, row_label(row), row->stats.step_time, row->stats.ranks);
@@ -2022,8 +2735,8 @@ START_TEST(t_sweep_straggler)
     ddp_sweep_table *t = calloc(1, sizeof *t);
     run_sweep(&sc, t);
     const ddp_sweep_row *row = &t->rows[t->nrows - 1];
-    ck_assert_msg(label_is(row->label, "straggler rank ", sc.straggler_rank),
-                  "the straggler row is labelled '%s'; expected \"straggler rank %d +%g ms\"",
+    ck_assert_msg(straggler_label_is(row->label, sc.straggler_rank, sc.straggler_ms),
+                  "the straggler row is labelled '%s'; expected \"straggler rank %d +%g ms\" (the delay as given)",
                   row->label[0] ? row->label : "(empty)", sc.straggler_rank, sc.straggler_ms);
     ddp_run_stats base;
     ck_assert(ddp_run(&sc.base, &base) == 0);
@@ -2131,6 +2844,7 @@ static const rl_grade_test tests28[] = {
     { "28.1", "sub-communicators of random membership", 4, 20, &t_ring_subcomm },
     { "28.1", "ring pattern: one chunk per step to a neighbour, 2(n-1)/n x S bytes", 7, 20, &t_ring_pattern },
     { "28.1", "send and recv of a step run together (alpha-beta time)", 3, 20, &t_ring_time },
+    { "28.1", "scratch: one RL_MEM_COMM tensor of ceil(count/n) elements", 2, 20, &t_ring_memory },
     { "28.2", "the lab's MLP (25 MiB, 4 MiB, 1 MiB caps)", 5, 20, &t_buckets_lab_model },
     { "28.2", "reverse registration order", 4, 10, &t_buckets_reverse_order },
     { "28.2", "a bucket closes when it reaches its cap", 4, 10, &t_buckets_cap_boundary },
@@ -2145,6 +2859,8 @@ static const rl_grade_test tests28[] = {
     { "28.3", "one all-reduce per bucket, in bucket order", 6, 40, &t_ddp_bucket_order },
     { "28.3", "a parameter marked ready twice is refused", 3, 20, &t_ddp_double_mark },
     { "28.3", "a bucket that never becomes ready: finalize fails and names it", 4, 20, &t_ddp_never_ready },
+    { "28.3", "after that error: launched buckets waited for, reducer reset", 2, 20, &t_ddp_error_path },
+    { "28.3", "two data-parallel groups of a split world", 4, 30, &t_ddp_groups },
     { "28.3", "first bucket's all-reduce starts before backward ends", 6, 40, &t_ddp_overlap_starts_early },
     { "28.3", "exposed comm below the bound", 6, 40, &t_ddp_exposed_comm },
     { "28.4", "3 micro-steps = one rank's 3x batch", 6, 30, &t_nosync_grads },
@@ -2152,6 +2868,7 @@ static const rl_grade_test tests28[] = {
     { "28.4", "one rank, 2 micro-steps", 2, 30, &t_nosync_single_rank },
     { "28.4", "random ranks, micro-steps, micro-batch: gradients and reported loss", 4, 30, &t_nosync_random },
     { "28.4", "the last micro-step's backward overlaps the all-reduces", 3, 30, &t_nosync_overlap },
+    { "28.4", "two data-parallel groups of a split world, K micro-steps", 3, 30, &t_nosync_groups },
     { "28.5", "ring alpha-beta time = cost model", 3, 10, &t_ab_ring },
     { "28.5", "tree alpha-beta time = cost model", 3, 10, &t_ab_tree },
     { "28.5", "alpha-beta arguments refused", 2, 10, &t_ab_refusals },

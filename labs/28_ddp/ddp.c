@@ -24,15 +24,16 @@ int ddp_ring_all_reduce(rl_comm *comm, rl_tensor *buf)
      *  - Cut the count elements into n chunks: chunk c = [count·c/n, count·(c+1)/n) —
      *    sizes differ by at most one and may be 0 when count < n.
      *  - Reduce-scatter, n−1 steps: at step s send chunk (r−s) mod n to the right and receive
-     *    chunk (r−s−1) mod n from the left into a scratch tensor, then add it into buf
-     *    (rl_axpy). Afterwards rank r holds the finished sum of chunk (r+1) mod n.
+     *    chunk (r−s−1) mod n from the left into a scratch tensor (ceil(count/n) elements,
+     *    RL_MEM_COMM), then add it into buf (rl_axpy). Afterwards rank r holds the finished
+     *    sum of chunk (r+1) mod n.
      *  - All-gather, n−1 steps: at step s send chunk (r+1−s) mod n, receive chunk (r−s) mod n
      *    straight into buf.
      *  - A step's send and recv must be issued together: rl_group_start(ctx), rl_send,
      *    rl_recv, rl_group_end(ctx). Without the group every rank sends first, nobody
      *    receives, and the watchdog reports a deadlock — just as in NCCL.
-     *  - Views: rl_tensor_slice(buf, offset, len) (free them with rl_tensor_free); skip the
-     *    send/recv of a chunk of length 0 on both sides.
+     *  - Views: rl_tensor_slice(buf, offset, len) (free them with rl_tensor_free, and the
+     *    scratch tensor at the end); skip the send/recv of a chunk of length 0 on both sides.
      *  - Optional: rl_set_tag(ctx, RL_TAG_CHUNK, c) shows the chunk in the timeline. */
     (void)buf;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
@@ -91,7 +92,8 @@ int ddp_finalize_backward(ddp_reducer *r)
     /* TODO(28.4): inside no_sync nothing was launched: return 0. */
     /* TODO(28.3): before the optimizer step:
      *  - every bucket must have been launched (r->next_bucket == nbuckets); otherwise some
-     *    parameter got no gradient — return an error naming the bucket;
+     *    parameter got no gradient — return an error naming the bucket (after waiting for the
+     *    buckets that were launched, and ddp_reducer_reset: see ddp.h);
      *  - rl_wait on each bucket's work, in bucket order, and average: the all-reduce
      *    summed n ranks' gradients, the optimizer wants their mean (rl_scale by 1/n);
      *  - ddp_reducer_reset(r) for the next backward. */
@@ -117,7 +119,7 @@ int ddp_train_step(ddp_reducer *r, rl_data *data, int64_t step, int64_t micro_ba
          *  - scale each backward by 1/K (rl_model_backward's grad_scale) so the result is the
          *    mean over all K·micro_batch samples;
          *  - and do the no_sync TODOs in ddp_grad_ready and ddp_finalize_backward.
-         * *loss = mean of the micro-steps' losses. */
+         * *loss = mean of the micro-steps' losses; return with r->require_sync = 1. */
         return rl_error(r->ctx, RL_ERR_NOT_IMPLEMENTED,
                         "step 28.4 (gradient accumulation with no_sync) is not implemented yet — see "
                         "labs/28_ddp/README.md, step 28.4");

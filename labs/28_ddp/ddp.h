@@ -22,8 +22,10 @@
  * reduce-scatter steps then n−1 all-gather steps, using rl_send / rl_recv only (each step's
  * send and recv grouped with rl_group_start/end): every step sends one chunk (at most
  * ⌈count/n⌉ elements) to one neighbour and receives one from the other — either direction
- * round the ring, the same on every rank. Any count, 0 included. Returns 0 or an error code
- * with a message (rl_last_error). */
+ * round the ring, the same on every rank. Any count, 0 included; an empty chunk (count < n) is
+ * neither sent nor received. Its one allocation is scratch of at most ⌈count/n⌉ elements at a
+ * time, charged to RL_MEM_COMM; it frees everything it allocates, views included. Returns 0 or
+ * an error code with a message (rl_last_error). */
 int ddp_ring_all_reduce(rl_comm *comm, rl_tensor *buf);
 
 /* ================================================================== 28.2 buckets */
@@ -65,7 +67,8 @@ typedef struct ddp_bucket_plan {
  * later one — so it may overshoot by its last parameter; the last bucket takes what is
  * left. A tied duplicate is skipped (its original is bucketed once). All parameters must
  * share one dtype. Refuses (RL_ERR_ARG, with a message) caps <= 0, negative numel, a bad
- * tied_to and mixed dtypes. ctx (may be NULL) receives error messages. Returns 0 or an error. */
+ * tied_to and mixed dtypes — checked on every entry, tied duplicates included. ctx (may be NULL)
+ * receives error messages. Returns 0 or an error. */
 int ddp_assign_buckets(rl_ctx *ctx, const ddp_param_desc *params, int nparams, int64_t first_cap_bytes,
                        int64_t cap_bytes, ddp_bucket_plan *plan);
 
@@ -80,7 +83,7 @@ void ddp_plan_free(ddp_bucket_plan *plan);
  * and ddp_finalize_backward keep the per-backward fields up to date. */
 typedef struct ddp_reducer {
     rl_ctx *ctx;
-    rl_comm *comm;              /* the data-parallel group */
+    rl_comm *comm;              /* the data-parallel group: the world, or a sub-communicator of it */
     rl_model *model;
     double bucket_cap_mb, first_bucket_mb;
     ddp_param_desc *descs;      /* one per model parameter, registration order */
@@ -110,21 +113,25 @@ void ddp_reducer_reset(ddp_reducer *r);
  * always reverse registration order (branches, reused modules, tied weights; it may differ
  * from rank to rank), so a bucket may be complete before an earlier one. Mark p (a second
  * mark in one backward is an error); when its bucket is complete, launch the all-reduce of
- * every complete bucket from next_bucket on, in bucket order, with RL_ASYNC. */
+ * every complete bucket from next_bucket on, in bucket order, with RL_ASYNC, on r->comm (each
+ * launch tagged RL_TAG_BUCKET b, the tag cleared right after it). */
 int ddp_grad_ready(rl_param *p, void *arg);
 /* Before the optimizer step (28.3): wait for every bucket's all-reduce and average the
- * gradients (÷ world size); then ddp_reducer_reset. Returns 0 or an error; a bucket that
- * was never launched (a parameter got no gradient) is an error whose message names it
- * ("bucket 2 never became ready ..."). */
+ * gradients (÷ the size of r->comm, the data-parallel group); then ddp_reducer_reset. Returns
+ * 0 or an error; a bucket that was never launched (a parameter got no gradient) is an error
+ * whose message names it — the first one, next_bucket ("bucket 2 never became ready ...").
+ * On that error too it first waits for the buckets it did launch and resets the reducer, so
+ * that nothing is left in flight and the next backward starts afresh. */
 int ddp_finalize_backward(ddp_reducer *r);
 
 /* One DDP training step of this rank without the optimizer (28.4): zero the grads, run
  * accum_steps micro-batches of micro_batch samples each through forward and backward
  * (the first accum_steps−1 inside no_sync: require_sync = 0), all-reduce after the last,
  * and average, so the gradients equal one rank's on the global batch of
- * world × accum_steps × micro_batch samples. Rank r's micro-batch k of step `step` is
- * samples (r·accum_steps + k)·micro_batch .. +micro_batch−1 (rl_data_get). batch is the
- * caller's reusable buffer; *loss (may be NULL) gets the mean loss of this rank's samples. */
+ * n × accum_steps × micro_batch samples (n = the size of r->comm). Rank r's micro-batch k of
+ * step `step` is samples (r·accum_steps + k)·micro_batch .. +micro_batch−1 (rl_data_get), r
+ * being its rank in r->comm. batch is the caller's reusable buffer; *loss (may be NULL) gets
+ * the mean loss of this rank's samples. It returns with require_sync = 1 (out of no_sync). */
 int ddp_train_step(ddp_reducer *r, rl_data *data, int64_t step, int64_t micro_batch, int accum_steps,
                    rl_batch *batch, float *loss);
 
@@ -185,14 +192,15 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out);
 
 /* One row of the scaling sweep. */
 typedef struct ddp_sweep_row {
-    char label[48];             /* "bucket 25 MiB", "world 4", "straggler rank 3 +2 ms" */
+    char label[48];             /* "bucket 25 MiB", "world 4", "straggler rank 3 +2 ms" (numbers as %g) */
     int ranks;
     double bucket_cap_mb;
     double straggler_ms;        /* 0: none */
     ddp_run_stats stats;
     double predicted_comm;      /* s, Σ over buckets of your ring α-β time (ddp_ab_ring_all_reduce) */
-    double speedup;             /* world rows: n·t(1)/t(n) samples/s relative to one rank (weak scaling) */
-    double efficiency;          /* world rows: speedup / n = t(1)/t(n) */
+    double speedup;             /* world rows: n·t(1)/t(n) samples/s relative to one rank (weak scaling);
+                                   0 on the bucket and straggler rows (printed '-') */
+    double efficiency;          /* world rows: speedup / n = t(1)/t(n); 0 on the other rows */
 } ddp_sweep_row;
 
 #define DDP_SWEEP_MAX 32

@@ -164,9 +164,13 @@ int ddp_finalize_backward(ddp_reducer *r)
         return 0;
     if (r->next_bucket < r->plan.nbuckets) {
         int b = r->next_bucket;
-        return rl_error(r->ctx, RL_ERR_ARG, "DDP: bucket %d never became ready (%d of its %d parameters got no "
-                        "gradient); every parameter must take part in the loss", b, r->pending[b],
-                        r->plan.buckets[b].nparams);
+        int err = rl_error(r->ctx, RL_ERR_ARG, "DDP: bucket %d never became ready (%d of its %d parameters got no "
+                           "gradient); every parameter must take part in the loss", b, r->pending[b],
+                           r->plan.buckets[b].nparams);
+        for (int k = 0; k < b; k++) /* the buckets launched before it finish before the reset */
+            rl_wait(r->work[k]);
+        ddp_reducer_reset(r);
+        return err;
     }
     int n = rl_comm_size(r->comm), rc = 0;
     for (int b = 0; b < r->plan.nbuckets; b++) {

@@ -1,0 +1,5 @@
+# Planted bug: on the never-ready error finalize resets the reducer but does not wait for the
+# buckets it launched: their all-reduces still run into the bucket buffers after it returned.
+# step: 28.3
+# caught-by: after that error: launched buckets waited for, reducer reset
+/^        for (int k = 0; k < b; k++) \/\* the buckets launched before it finish before the reset \*\/$/,+1d
