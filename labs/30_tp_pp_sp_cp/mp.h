@@ -185,7 +185,7 @@ int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *
  * [b, nh, sq] (layouts of attn_blocks.h): lse' = lse + log(1 + exp(lse_b − lse)),
  * out' = exp(lse − lse')·out + exp(lse_b − lse')·out_b, exact for any finite lse (also in the
  * hundreds); a −∞ row merges as "nothing" (lse_b = −∞ leaves the row, lse = −∞ takes out_b's,
- * both −∞ stays empty). Rows and heads in any order. */
+ * both −∞ stays empty). Rows and heads in any order; in float or in double. */
 int cp_lse_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                  int n_heads);
 /* Ring attention on rank r of cp (the context-parallel group, maybe one of several in a larger
