@@ -862,6 +862,7 @@ static void tp_comm_check(const tp_case *c, const rl_trace *tr, int ranks)
         expect_colls(tr, ranks, ph, names[ph - 1], ar, 1, bytes, 1, rule);
 }
 
+/* tp_comm_check on the case's own t ranks (the after-run hook of tp_random_runs). */
 static void tp_comm_after(tp_case *c, rl_trace *tr) { tp_comm_check(c, tr, c->t); }
 
 START_TEST(t_tp_counts)
@@ -1566,6 +1567,7 @@ static void sp_comm_check(const sp_case *c, const rl_trace *tr, int ranks)
                  "g's backward all-gathers dy, f's reduce-scatters the partial dx: b*s*h elements each");
 }
 
+/* sp_comm_check on the case's own t ranks (the after-run hook of sp_random_runs). */
 static void sp_comm_after(sp_case *c, rl_trace *tr) { sp_comm_check(c, tr, c->t); }
 
 START_TEST(t_sp_volume)
@@ -1880,6 +1882,7 @@ typedef struct pp_res {
     int have_fl;
 } pp_res;
 
+/* Frees what a run left in r (its trace and flight records). */
 static void pp_res_free(pp_res *r)
 {
     rl_trace_free(r->tr);
@@ -1938,6 +1941,7 @@ typedef struct pp_where {
 
 static const char *const pk_name[3] = { "act_comm", "grad_comm", "another communicator" };
 
+/* Which of the stage's two communicators a name is (PK_OTHER: neither). */
 static int pp_comm_kind(const mp_stats *st, const char *comm)
 {
     return !strcmp(comm, st->pp_comm[0]) ? PK_ACT : !strcmp(comm, st->pp_comm[1]) ? PK_GRAD : PK_OTHER;
@@ -2061,8 +2065,7 @@ static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, cons
     }
 }
 
-/* The stage's op that needs message k of `kind` from q, and whether that is a later op than the
- * one it is about to run. */
+/* The op of stage r whose input the receive c in flight would carry (-1: none). */
 static int pp_recv_op_of(const rl_pp_schedule *s, const pp_where *w, int r, const pp_call *c)
 {
     return c->kind == PK_OTHER ? -1 : pp_receiver_op(s, r, c->peer, c->kind, w->done[r][0][c->kind][c->peer]);
@@ -2833,6 +2836,7 @@ static void cp_ring_check(const job *J, const rl_trace *tr)
         }
 }
 
+/* cp_ring_check on one group: the world (the after-run hook of cp_random_runs). */
 static void cp_ring_after(cp_case *c, rl_trace *tr)
 {
     job J;
