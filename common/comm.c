@@ -813,20 +813,48 @@ static double coll_bytes(const rl_slot *s, int n, const rl_op_desc *d)
 }
 
 /* Checks every rank's call against the first one; returns 0 or writes a message. */
-static int check_match(rl_commgroup *g, rl_slot *s, int me, char *msg, size_t size)
+/* 1 when two ranks' calls at one seq are the same collective (kind, count, dtype, root, op). */
+static int same_call(const rl_op_desc *a, const rl_op_desc *b)
 {
-    const rl_op_desc *a = s->posted[s->first], *b = s->posted[me];
-    int64_t ca = sig_count(a) + a->sig_delta, cb = sig_count(b) + b->sig_delta;
-    if (a->kind == b->kind && ca == cb && a->dtype == b->dtype && a->root == b->root &&
-        (!has_redop(a->kind) || a->op == b->op))
-        return 0;
-    char da[96], db[96];
-    describe(b, cb, db, sizeof db);
-    describe(a, ca, da, sizeof da);
-    snprintf(msg, size, "collective mismatch: rank %d called %s at seq %lld on %s but rank %d called %s",
-             g->granks[me], db, (long long)b->seq, g->name, g->granks[s->first], da);
-    return -1;
+    return a->kind == b->kind && sig_count(a) + a->sig_delta == sig_count(b) + b->sig_delta &&
+           a->dtype == b->dtype && a->root == b->root && (!has_redop(a->kind) || a->op == b->op);
 }
+
+/* -1 when this rank's call differs from the first one posted at its seq. */
+static int check_match(rl_slot *s, int me) { return same_call(s->posted[s->first], s->posted[me]) ? 0 : -1; }
+
+/* The mismatch report over the ranks that posted at s (call with the group lock held): the
+ * call most of them made (a tie: the lowest rank's) and the lowest rank that called another —
+ * the same words whatever order the ranks arrived in. */
+static void mismatch_message(rl_commgroup *g, rl_slot *s, char *msg, size_t size)
+{
+    int n = g->n, major = -1, votes = 0, odd = -1;
+    for (int p = 0; p < n; p++) {
+        if (!s->posted[p] || s->posted[p]->seq != s->seq)
+            continue;
+        int v = 0;
+        for (int q = 0; q < n; q++)
+            v += s->posted[q] && s->posted[q]->seq == s->seq && same_call(s->posted[p], s->posted[q]);
+        if (v > votes)
+            major = p, votes = v;
+    }
+    for (int p = 0; p < n && odd < 0 && major >= 0; p++)
+        if (s->posted[p] && s->posted[p]->seq == s->seq && !same_call(s->posted[p], s->posted[major]))
+            odd = p;
+    if (odd < 0) { /* cannot happen: a mismatch was seen */
+        snprintf(msg, size, "collective mismatch at seq %lld on %s", (long long)s->seq, g->name);
+        return;
+    }
+    const rl_op_desc *a = s->posted[major], *b = s->posted[odd];
+    char da[96], db[96];
+    describe(b, sig_count(b) + b->sig_delta, db, sizeof db);
+    describe(a, sig_count(a) + a->sig_delta, da, sizeof da);
+    snprintf(msg, size, "collective mismatch: rank %d called %s at seq %lld on %s but rank %d called %s",
+             g->granks[odd], db, (long long)s->seq, g->name, g->granks[major], da);
+}
+
+/* How long a mismatch waits for the other members to post at its seq before it stops the run. */
+#define MISMATCH_GRACE_S 0.5
 
 static int check_alltoallv(rl_commgroup *g, rl_slot *s, char *msg, size_t size)
 {
@@ -971,12 +999,21 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         s->in_use = 1;
         s->seq = d->seq;
         s->arrived = s->mid = s->left = s->exited = 0;
+        s->present = s->mismatch = 0;
         s->first = me;
         s->error = 0;
     }
     s->posted[me] = d;
     s->ready[me] = ready;
-    if (check_match(g, s, me, msg, sizeof msg)) {
+    s->present++;
+    pthread_cond_broadcast(&g->cv);
+    if (s->mismatch || check_match(s, me)) {
+        /* wait for every member's call, so that the report (and the flight dump) shows them all */
+        s->mismatch = 1;
+        double until = rl_mono_now() + MISMATCH_GRACE_S;
+        while (s->present < n && !g->world->aborted && rl_mono_now() < until)
+            timed_wait(&g->cv, &g->mu);
+        mismatch_message(g, s, msg, sizeof msg);
         pthread_mutex_unlock(&g->mu);
         rl_world_abort(ctx->world, RL_ERR_MISMATCH, msg);
         return RL_ERR_MISMATCH;

@@ -99,6 +99,8 @@ typedef struct rl_slot {
     int64_t seq;
     int in_use;
     int arrived, mid, left, exited;
+    int present;            /* ranks that posted at this seq (a mismatch waits for them all) */
+    int mismatch;           /* some rank's call differs from another's */
     rl_op_desc **posted;    /* n */
     double *ready;          /* n */
     int first;              /* comm rank that posted first */

@@ -619,6 +619,27 @@ START_TEST(test_mismatch_fault_and_clean_exit)
 }
 END_TEST
 
+/* A mismatch names the rank whose call differs from most ranks' calls, whichever rank
+ * arrived first: the injected rank, also when it is rank 0, on every run. */
+START_TEST(test_mismatch_names_the_odd_rank)
+{
+    for (int run = 0; run < 6; run++) {
+        char out[8192];
+        rl_opts o = rl_test_opts(4, NULL);
+        char err[128], spec[64];
+        int odd = run % 2 ? 0 : 3;
+        snprintf(spec, sizeof spec, "mismatch:rank=%d:seq=2", odd);
+        ck_assert_int_eq(rl_fault_parse(spec, &o.faults[0], err, sizeof err), 0);
+        o.nfaults = 1;
+        ck_assert_int_eq(launch_capturing(&o, hang_rank, out, sizeof out, NULL), RL_ERR_MISMATCH);
+        char want[160];
+        snprintf(want, sizeof want, "rank %d called all_reduce(count=257, f32, sum) at seq 2 on world but rank %d called "
+                 "all_reduce(count=256", odd, odd ? 0 : 1);
+        ck_assert_msg(strstr(out, want), "run %d: expected '%s' in:\n%s", run, want, out);
+    }
+}
+END_TEST
+
 static int p2p_deadlock_rank(rl_ctx *ctx, void *arg)
 {
     (void)arg;
@@ -709,6 +730,7 @@ Suite *comm_suite(void)
     tcase_add_test(tf, test_mismatch_message);
     tcase_add_test(tf, test_watchdog_names_rank_and_seq);
     tcase_add_test(tf, test_mismatch_fault_and_clean_exit);
+    tcase_add_test(tf, test_mismatch_names_the_odd_rank);
     tcase_add_test(tf, test_ungrouped_ring_deadlock_is_reported);
     tcase_add_test(tf, test_grouped_deadlock_names_the_peer);
     suite_add_tcase(s, tf);
