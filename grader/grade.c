@@ -70,12 +70,12 @@ void rl_grade_note(const char *fmt, ...)
     va_end(ap);
 }
 
-void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...)
+void rl_grade_text_vadd(rl_grade_text *t, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    va_list aq;
+    va_copy(aq, ap);
+    int k = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
     if (k < 0)
         return;
     if (t->len + (size_t)k + 1 > t->cap) {
@@ -88,10 +88,16 @@ void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...)
         t->s = s;
         t->cap = cap;
     }
-    va_start(ap, fmt);
     vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
     t->len += (size_t)k;
+}
+
+void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rl_grade_text_vadd(t, fmt, ap);
+    va_end(ap);
 }
 
 const char *rl_grade_text_str(const rl_grade_text *t) { return t->s ? t->s : ""; }

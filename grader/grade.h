@@ -25,6 +25,7 @@
 #ifndef RL_GRADE_H
 #define RL_GRADE_H
 #include <check.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "rng.h"
@@ -83,6 +84,8 @@ typedef struct rl_grade_text {
 } rl_grade_text;
 /* Appends printf-formatted text (on out of memory the text stays as it was). */
 void rl_grade_text_add(rl_grade_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list. */
+void rl_grade_text_vadd(rl_grade_text *t, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* The text ("" when empty). */
 const char *rl_grade_text_str(const rl_grade_text *t);
 /* Frees the text and empties it. */

@@ -29,46 +29,12 @@
 
 /* ================================================================== messages */
 
-/* A message that grows with its content. */
-typedef struct sbuf { char *s; size_t len, cap; } sbuf;
-
-static void sb_vadd(sbuf *b, const char *fmt, va_list ap)
-{
-    va_list aq;
-    va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, aq);
-    va_end(aq);
-    if (n < 0)
-        return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = 2 * (b->len + (size_t)n + 1);
-        char *p = realloc(b->s, cap);
-        if (!p)
-            return;
-        b->s = p;
-        b->cap = cap;
-    }
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    b->len += (size_t)n;
-}
-
-/* Appends printf-style text. */
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sb_vadd(b, fmt, ap);
-    va_end(ap);
-}
-
-static const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
 
 /* What a run found, by topic; each test fails on the topics it grades. Ranks write here
  * under g_mu (tests run forked: one test's problems per process). */
 enum { T_RUN, T_SHARD, T_FWD, T_BWD, T_MEM, T_COMM, T_WORK, NTOPIC };
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static sbuf g_prob[NTOPIC];
+static rl_grade_text g_prob[NTOPIC];
 static int g_nprob[NTOPIC];
 static char g_case[512]; /* the case being run, prefixed to every problem */
 static _Thread_local char g_who[64]; /* this rank thread's label in a run on groups (job_comm), or "" */
@@ -79,10 +45,10 @@ static void problem(int topic, const char *fmt, ...)
 {
     pthread_mutex_lock(&g_mu);
     if (++g_nprob[topic] <= MAXP) {
-        sb_add(&g_prob[topic], "\n  - [%s] ", g_case);
+        rl_grade_text_add(&g_prob[topic], "\n  - [%s] ", g_case);
         va_list ap;
         va_start(ap, fmt);
-        sb_vadd(&g_prob[topic], fmt, ap);
+        rl_grade_text_vadd(&g_prob[topic], fmt, ap);
         va_end(ap);
     }
     pthread_mutex_unlock(&g_mu);
@@ -96,7 +62,7 @@ static void expect_none(int topic, const char *heading)
     char more[64] = "";
     if (g_nprob[topic] > MAXP)
         snprintf(more, sizeof more, "\n  (and %d more)", g_nprob[topic] - MAXP);
-    ck_abort_msg("%s%s%s", heading, sb_str(&g_prob[topic]), more);
+    ck_abort_msg("%s%s%s", heading, rl_grade_text_str(&g_prob[topic]), more);
 }
 
 /* Records a status the learner's code returned (with its message); returns rc. An abort
@@ -104,14 +70,14 @@ static void expect_none(int topic, const char *heading)
  * not repeated. */
 static int lerr(rl_ctx *ctx, int rc, const char *what)
 {
-    static sbuf last; /* case, call, status and message of the last one recorded */
+    static rl_grade_text last; /* case, call, status and message of the last one recorded */
     if (!rc)
         return 0;
     const char *m = ctx ? rl_last_error(ctx) : "";
-    sbuf key = { 0 };
-    sb_add(&key, "%s|%s|%d|%s", g_case, what, rc, m);
+    rl_grade_text key = { 0 };
+    rl_grade_text_add(&key, "%s|%s|%d|%s", g_case, what, rc, m);
     pthread_mutex_lock(&g_mu);
-    int quiet = (rc == RL_ERR_ABORTED && g_nprob[T_RUN] > 0) || !strcmp(sb_str(&key), sb_str(&last));
+    int quiet = (rc == RL_ERR_ABORTED && g_nprob[T_RUN] > 0) || !strcmp(rl_grade_text_str(&key), rl_grade_text_str(&last));
     char me[80];
     if (g_who[0])
         snprintf(me, sizeof me, "%s", g_who);
@@ -119,10 +85,10 @@ static int lerr(rl_ctx *ctx, int rc, const char *what)
         snprintf(me, sizeof me, "rank %d", ctx ? rl_rank(ctx) : 0);
     if (!quiet) {
         rl_grade_note("%s: %s returned %d (%s): %s", me, what, rc, rl_status_name(rc), m[0] ? m : "(no message)");
-        free(last.s);
+        rl_grade_text_free(&last);
         last = key;
     } else {
-        free(key.s);
+        rl_grade_text_free(&key);
     }
     pthread_mutex_unlock(&g_mu);
     if (!quiet)
@@ -210,14 +176,14 @@ static void job_make(job *J, int n, int ng, rl_rng *g, void *c0, void *c1)
 }
 
 /* "groups {0,3,1} and {2,5,4} (world ranks)" — or nothing for one group. */
-static void job_text(const job *J, sbuf *b)
+static void job_text(const job *J, rl_grade_text *b)
 {
     if (J->ng < 2)
         return;
-    sb_add(b, "two groups of %d of a world of %d: world ranks {", J->n, J->n * J->ng);
+    rl_grade_text_add(b, "two groups of %d of a world of %d: world ranks {", J->n, J->n * J->ng);
     for (int k = 0; k < J->ng; k++)
         for (int i = 0; i < J->n; i++)
-            sb_add(b, "%d%s", J->member[k][i], i + 1 < J->n ? "," : k + 1 < J->ng ? "} and {" : "}");
+            rl_grade_text_add(b, "%d%s", J->member[k][i], i + 1 < J->n ? "," : k + 1 < J->ng ? "} and {" : "}");
 }
 
 /* This rank's group communicator (the world for one group; NULL when the split failed), its
@@ -290,12 +256,12 @@ static rl_tensor *tnew(rl_ctx *ctx, const char *name, int nd, const int64_t *sha
 
 /* What the rank's memory account holds now beyond `before`, per category (comm buffers of
  * the runtime aside), as text in out; 0 when nothing. */
-static int mem_left(rl_ctx *ctx, const int64_t *before, sbuf *out)
+static int mem_left(rl_ctx *ctx, const int64_t *before, rl_grade_text *out)
 {
     const rl_mem_account *acc = rl_ctx_mem(ctx);
     for (int k = 0; k < RL_MEM_NCAT; k++)
         if (k != RL_MEM_COMM && acc->current[k] != before[k])
-            sb_add(out, "%s%s %+lld B", out->len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
+            rl_grade_text_add(out, "%s%s %+lld B", out->len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
                    (long long)(acc->current[k] - before[k]));
     return out->len > 0;
 }
@@ -408,17 +374,17 @@ static int comm_events(const rl_trace *tr, int rank, int phase, const rl_trace_e
 }
 
 /* "all_reduce of 1536 B, send of 96 B to rank 1" — or "none". */
-static void events_text(sbuf *b, const rl_trace_event *const *ev, int n, int max)
+static void events_text(rl_grade_text *b, const rl_trace_event *const *ev, int n, int max)
 {
     if (!n)
-        sb_add(b, "none");
+        rl_grade_text_add(b, "none");
     for (int i = 0; i < n && i < max; i++) {
-        sb_add(b, "%s%s of %.0f B", i ? ", " : "", ev[i]->name, ev[i]->bytes);
+        rl_grade_text_add(b, "%s%s of %.0f B", i ? ", " : "", ev[i]->name, ev[i]->bytes);
         if (ev[i]->peer >= 0)
-            sb_add(b, " %s rank %d", strcmp(ev[i]->name, "send") ? "from" : "to", ev[i]->peer);
+            rl_grade_text_add(b, " %s rank %d", strcmp(ev[i]->name, "send") ? "from" : "to", ev[i]->peer);
     }
     if (n > max)
-        sb_add(b, ", ... (%d in all)", n);
+        rl_grade_text_add(b, ", ... (%d in all)", n);
 }
 
 #define MAXEV 256
@@ -437,14 +403,14 @@ static void expect_colls(const rl_trace *tr, int ranks, int phase, const char *p
             ok = 1;
         if (ok)
             continue;
-        sbuf got = { 0 }, exp = { 0 };
+        rl_grade_text got = { 0 }, exp = { 0 };
         events_text(&got, ev, n, 12);
         for (int i = 0; i < nwant; i++)
-            sb_add(&exp, "%s%s of %.0f B", i ? ", " : "", want[i], bytes);
-        problem(T_COMM, "rank %d, %s: the trace has %s; expected %s (%s)", r, phase_name, sb_str(&got), sb_str(&exp),
+            rl_grade_text_add(&exp, "%s%s of %.0f B", i ? ", " : "", want[i], bytes);
+        problem(T_COMM, "rank %d, %s: the trace has %s; expected %s (%s)", r, phase_name, rl_grade_text_str(&got), rl_grade_text_str(&exp),
                 rule);
-        free(got.s);
-        free(exp.s);
+        rl_grade_text_free(&got);
+        rl_grade_text_free(&exp);
     }
 }
 
@@ -780,11 +746,11 @@ static int tp_rank(rl_ctx *ctx, void *arg)
     if (rc) /* the learner's code failed: a call of it may still be in flight — leave the tensors to the run */
         return 0;
     tp_mlp_free(&m);
-    sbuf left = { 0 };
+    rl_grade_text left = { 0 };
     if (mem_left(ctx, before, &left))
         problem(T_MEM, "%s: after tp_mlp_free the rank's memory differs from before tp_mlp_init (%s): a tensor "
-                "of the forward or backward that is not in the struct was never freed", who, sb_str(&left));
-    free(left.s);
+                "of the forward or backward that is not in the struct was never freed", who, rl_grade_text_str(&left));
+    rl_grade_text_free(&left);
     rl_tensor *ts[] = { A, a, B, cc, x, dy, y, dx };
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         rl_tensor_free(ts[i]);
@@ -804,7 +770,7 @@ static void tp_run(tp_case *c, rl_trace **tr)
 static void tp_random_runs(int n, int tmin, void (*after)(tp_case *, rl_trace *))
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     for (int i = 0; i < n; i++) {
         tp_case c;
         int t;
@@ -813,7 +779,7 @@ static void tp_random_runs(int n, int tmin, void (*after)(tp_case *, rl_trace *)
             tp_draw(&g, &t, &b, &s, &h);
         while (t < tmin);
         tp_case_make(&c, t, b, s, h, &g);
-        sb_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
+        rl_grade_text_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
         rl_trace *tr = NULL;
         tp_run(&c, after ? &tr : NULL);
         if (after)
@@ -821,8 +787,8 @@ static void tp_random_runs(int n, int tmin, void (*after)(tp_case *, rl_trace *)
         rl_trace_free(tr);
         mlp_ref_free(&c.d);
     }
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
 }
 
 START_TEST(t_tp_shapes)
@@ -893,20 +859,20 @@ START_TEST(t_tp_sizes)
     int tt = rl_grade_pick(&g, 0, 1) ? 8 : 4; /* h100-nvlink models 8 GPUs */
     int64_t b2 = rl_grade_pick(&g, 1, 2), s2 = rl_grade_pick(&g, 2, 5), h2 = tt / 4;
     tp_case c;
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     tp_case_make(&c, 1, b1, s1, h1, &g);
-    sb_add(&line, "cases: %s", g_case);
+    rl_grade_text_add(&line, "cases: %s", g_case);
     rl_trace *tr = NULL;
     tp_run(&c, &tr);
     tp_comm_after(&c, tr);
     rl_trace_free(tr);
     mlp_ref_free(&c.d);
     tp_case_make(&c, tt, b2, s2, h2, &g);
-    sb_add(&line, "; %s", g_case);
+    rl_grade_text_add(&line, "; %s", g_case);
     tp_run(&c, NULL);
     mlp_ref_free(&c.d);
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
     expect_none(T_RUN, "the TP MLP run failed:");
     expect_none(T_SHARD, "shards:");
     expect_none(T_FWD, "forward:");
@@ -928,12 +894,12 @@ START_TEST(t_tp_groups)
     tp_case_make(&c[1], t, b, s, h, &g);
     job J;
     job_make(&J, t, 2, &g, &c[0], &c[1]);
-    sbuf grp = { 0 };
+    rl_grade_text grp = { 0 };
     job_text(&J, &grp);
     snprintf(g_case, sizeof g_case, "t = %d, b = %lld, s = %lld, h = %lld; %s", t, (long long)b, (long long)s,
-             (long long)h, sb_str(&grp));
+             (long long)h, rl_grade_text_str(&grp));
     printf("cases: %s\n", g_case);
-    free(grp.s);
+    rl_grade_text_free(&grp);
     rl_trace *tr = NULL;
     launch(2 * t, tp_rank, &J, &tr);
     tp_comm_check(&c[0], tr, 2 * t);
@@ -1152,12 +1118,12 @@ static int attn_rank(rl_ctx *ctx, void *arg)
         rl_clear_error(ctx);
         rc = lerr(ctx, tp_attn_forward(&a, x, y), "tp_attn_forward");
         rl_set_tag(ctx, RL_TAG_STEP, -1);
-        sbuf left = { 0 };
+        rl_grade_text left = { 0 };
         if (!rc && mem_left(ctx, fwd0, &left))
             problem(T_MEM, "%s: tp_attn_forward left %s allocated: its temporaries (q, k, v, the attention "
                     "output, probs [b, a/t, s, s]) are freed before it returns (nothing is saved in this step)", who,
-                    sb_str(&left));
-        free(left.s);
+                    rl_grade_text_str(&left));
+        rl_grade_text_free(&left);
         double e = rc ? 0 : rel_to(y, c->y, c->b * c->s * h, 1e-2);
         if (!(e < TOL))
             problem(T_FWD, "%s: y differs from dense causal attention by %.3g (relative; y held 5.5 before the "
@@ -1166,11 +1132,11 @@ static int attn_rank(rl_ctx *ctx, void *arg)
     if (rc) /* a call of the learner's code may still be in flight: leave its tensors to the run */
         return 0;
     tp_attn_free(&a);
-    sbuf left = { 0 };
+    rl_grade_text left = { 0 };
     if (mem_left(ctx, before, &left))
         problem(T_MEM, "%s: after tp_attn_free the rank's memory differs from before tp_attn_init (%s)", who,
-                sb_str(&left));
-    free(left.s);
+                rl_grade_text_str(&left));
+    rl_grade_text_free(&left);
     for (int i = 0; i < 4; i++)
         rl_tensor_free(W[i]);
     rl_tensor_free(x), rl_tensor_free(y);
@@ -1182,12 +1148,12 @@ static int attn_rank(rl_ctx *ctx, void *arg)
 static void attn_random_runs(int n, int lh_min, void (*after)(attn_case *, rl_trace *))
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     for (int i = 0; i < n; i++) {
         attn_case c;
         int t = rl_grade_pick(&g, 2, 6), lh = rl_grade_pick(&g, lh_min, 3);
         attn_case_make(&c, t, t * lh, rl_grade_pick(&g, 2, 5), rl_grade_pick(&g, 1, 2), rl_grade_pick(&g, 3, 9), &g);
-        sb_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
+        rl_grade_text_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
         rl_trace *tr = NULL;
         job J;
         job_make(&J, t, 1, NULL, &c, NULL);
@@ -1197,8 +1163,8 @@ static void attn_random_runs(int n, int lh_min, void (*after)(attn_case *, rl_tr
         rl_trace_free(tr);
         attn_case_free(&c);
     }
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
 }
 
 START_TEST(t_attn)
@@ -1266,12 +1232,12 @@ START_TEST(t_attn_groups)
     attn_case_make(&c[1], t, heads, hd, b, s, &g);
     job J;
     job_make(&J, t, 2, &g, &c[0], &c[1]);
-    sbuf grp = { 0 };
+    rl_grade_text grp = { 0 };
     job_text(&J, &grp);
     snprintf(g_case, sizeof g_case, "t = %d, a = %d head(s) of %lld, b = %lld, s = %lld; %s", t, heads,
-             (long long)hd, (long long)b, (long long)s, sb_str(&grp));
+             (long long)hd, (long long)b, (long long)s, rl_grade_text_str(&grp));
     printf("cases: %s\n", g_case);
-    free(grp.s);
+    rl_grade_text_free(&grp);
     rl_trace *tr = NULL;
     launch(2 * t, attn_rank, &J, &tr);
     static const char *const ar[1] = { "all_reduce" };
@@ -1515,12 +1481,12 @@ static int sp_rank(rl_ctx *ctx, void *arg)
 static void sp_random_runs(int n, void (*after)(sp_case *, rl_trace *))
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     for (int i = 0; i < n; i++) {
         sp_case *c = calloc(1, sizeof *c);
         int t = rl_grade_pick(&g, 2, 6);
         sp_case_make(c, t, (int64_t)t * rl_grade_pick(&g, 1, 3), rl_grade_pick(&g, 1, 3), pick_h(&g, t, 6, 32), &g);
-        sb_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
+        rl_grade_text_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
         rl_trace *tr = NULL;
         job J;
         job_make(&J, t, 1, NULL, c, NULL);
@@ -1531,8 +1497,8 @@ static void sp_random_runs(int n, void (*after)(sp_case *, rl_trace *))
         sp_case_free(c);
         free(c);
     }
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
 }
 
 START_TEST(t_sp_outputs)
@@ -1593,12 +1559,12 @@ START_TEST(t_sp_groups)
     }
     job J;
     job_make(&J, t, 2, &g, c[0], c[1]);
-    sbuf grp = { 0 };
+    rl_grade_text grp = { 0 };
     job_text(&J, &grp);
     snprintf(g_case, sizeof g_case, "t = %d, s = %lld, b = %lld, h = %lld; %s", t, (long long)s, (long long)b,
-             (long long)h, sb_str(&grp));
+             (long long)h, rl_grade_text_str(&grp));
     printf("cases: %s\n", g_case);
-    free(grp.s);
+    rl_grade_text_free(&grp);
     rl_trace *tr = NULL;
     launch(2 * t, sp_rank, &J, &tr);
     sp_comm_check(c[0], tr, 2 * t);
@@ -1723,25 +1689,25 @@ static int pp_cases(rl_rng *g, pp_case *cs, int n)
 /* Prints the cases on one line. */
 static void pp_print_cases(const pp_case *cs, int n)
 {
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     char buf[96];
     for (int i = 0; i < n; i++)
-        sb_add(&line, "%s%s", i ? "; " : "cases: ", pp_case_text(&cs[i], buf, sizeof buf));
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+        rl_grade_text_add(&line, "%s%s", i ? "; " : "cases: ", pp_case_text(&cs[i], buf, sizeof buf));
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
 }
 
 /* The learner's schedule for a case, NULL with the reason in *why (caller frees). */
-static rl_pp_schedule *pp_learner(const pp_case *c, sbuf *why)
+static rl_pp_schedule *pp_learner(const pp_case *c, rl_grade_text *why)
 {
     char err[1024] = "";
     char cb[96];
     rl_pp_schedule *s = pp_build_schedule(c->kind, c->p, c->m, c->v, err, sizeof err);
     if (!s)
-        sb_add(why, "\n  - %s: pp_build_schedule returned NULL: %s", pp_case_text(c, cb, sizeof cb),
+        rl_grade_text_add(why, "\n  - %s: pp_build_schedule returned NULL: %s", pp_case_text(c, cb, sizeof cb),
                err[0] ? err : "(no message)");
     else if (s->p != c->p || s->m != c->m || s->v != c->v || s->split_w || s->kind != c->kind) {
-        sb_add(why, "\n  - %s: the schedule says kind = %s, p = %d, m = %d, v = %d, split_w = %d; expected kind = %s, "
+        rl_grade_text_add(why, "\n  - %s: the schedule says kind = %s, p = %d, m = %d, v = %d, split_w = %d; expected kind = %s, "
                "p = %d, m = %d, v = %d (1 for GPipe and 1F1B), split_w = 0 (the TODO: 's->kind = kind'; "
                "rl_pp_schedule_empty leaves it custom, and the pipeline view names the schedule by it)",
                pp_case_text(c, cb, sizeof cb), rl_pp_kind_name(s->kind), s->p, s->m, s->v, s->split_w,
@@ -1758,7 +1724,7 @@ START_TEST(t_pp_validate)
     pp_case cs[32];
     int n = pp_cases(&g, cs, 9);
     pp_print_cases(cs, n);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     for (int i = 0; i < n; i++) {
         rl_pp_schedule *s = pp_learner(&cs[i], &bad);
         if (!s)
@@ -1770,7 +1736,7 @@ START_TEST(t_pp_validate)
             st = st >= 0 && st < s->p ? st : 0;
             size_t n0 = 16 * (size_t)s->nops[st] + 16;
             char *l0 = malloc(n0);
-            sb_add(&bad, "\n  - %s: rl_pp_validate: %s (stage %d's list: %s)", pp_case_text(&cs[i], cb, sizeof cb), err,
+            rl_grade_text_add(&bad, "\n  - %s: rl_pp_validate: %s (stage %d's list: %s)", pp_case_text(&cs[i], cb, sizeof cb), err,
                    st, rl_pp_stage_string(s, st, l0, n0));
             free(l0);
         }
@@ -1778,13 +1744,13 @@ START_TEST(t_pp_validate)
     }
     ck_assert_msg(!bad.len, "pp_build_schedule's schedules (the kind, p, m and v asked for; rl_pp_validate: each op "
                   "once per stage, B after its F, messages received in the order they are sent, no deadlock):%s",
-                  sb_str(&bad));
-    free(bad.s);
+                  rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
 /* The first stage whose list differs from the runtime's, as text; 0 when all match. */
-static int pp_diff(const rl_pp_schedule *s, const rl_pp_schedule *e, const pp_case *c, sbuf *out)
+static int pp_diff(const rl_pp_schedule *s, const rl_pp_schedule *e, const pp_case *c, rl_grade_text *out)
 {
     char cb[96];
     for (int r = 0; r < e->p; r++) {
@@ -1802,7 +1768,7 @@ static int pp_diff(const rl_pp_schedule *s, const rl_pp_schedule *e, const pp_ca
                                                      "B, then the remaining B"
                                                    : "Megatron's interleaved order: min((p-r-1)*2 + (v-1)*p, m*v) "
                                                      "warm-up forwards, then one F one B, then the remaining B";
-        sb_add(out, "\n  - %s, stage %d differs at op %d:\n      yours:    %s\n      expected: %s\n    (%s)",
+        rl_grade_text_add(out, "\n  - %s, stage %d differs at op %d:\n      yours:    %s\n      expected: %s\n    (%s)",
                pp_case_text(c, cb, sizeof cb), r, i, got, want, rule);
         free(got);
         free(want);
@@ -1817,7 +1783,7 @@ START_TEST(t_pp_order)
     pp_case cs[32];
     int n = pp_cases(&g, cs, 9);
     pp_print_cases(cs, n);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     for (int i = 0; i < n; i++) {
         rl_pp_schedule *s = pp_learner(&cs[i], &bad);
         char err[256];
@@ -1828,8 +1794,8 @@ START_TEST(t_pp_order)
         rl_pp_schedule_free(s);
         rl_pp_schedule_free(e);
     }
-    ck_assert_msg(!bad.len, "op lists that are not in the order the handout fixes:%s", sb_str(&bad));
-    free(bad.s);
+    ck_assert_msg(!bad.len, "op lists that are not in the order the handout fixes:%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
@@ -1850,26 +1816,26 @@ START_TEST(t_pp_refuse)
         { RL_PP_INTERLEAVED, 1, m, v, "interleaved with p = 1 (one stage: nothing to interleave)" },
     };
     printf("cases: p = %d, m = %d, v = %d; interleaved m = %d and %d\n", p, m, v, pm, pm + 1);
-    sbuf out = { 0 };
+    rl_grade_text out = { 0 };
     pp_case good[3] = { { RL_PP_GPIPE, p, m, 1 }, { RL_PP_1F1B, p, m, 1 }, { RL_PP_INTERLEAVED, p, pm, v } };
     for (int i = 0; i < 3; i++) { /* refusing everything is not refusing bad arguments */
         rl_pp_schedule *s = pp_learner(&good[i], &out);
         rl_pp_schedule_free(s);
     }
     ck_assert_msg(!out.len, "pp_build_schedule must build the valid schedules before its refusals count:%s",
-                  sb_str(&out));
+                  rl_grade_text_str(&out));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[512] = "";
         rl_pp_schedule *s = pp_build_schedule(bad[i].k, bad[i].p, bad[i].m, bad[i].v, err, sizeof err);
         if (s || !err[0])
-            sb_add(&out, "\n  - %s (%s, p = %d, m = %d, v = %d): %s", bad[i].why, rl_pp_kind_name(bad[i].k), bad[i].p,
+            rl_grade_text_add(&out, "\n  - %s (%s, p = %d, m = %d, v = %d): %s", bad[i].why, rl_pp_kind_name(bad[i].k), bad[i].p,
                    bad[i].m, bad[i].v, s ? "a schedule came back" : "NULL but no message in err");
         rl_pp_schedule_free(s);
     }
     ck_assert_msg(!out.len, "pp_build_schedule must refuse bad arguments with NULL and a message in err (header: 'p, "
                   "m >= 1, m <= MP_MAX_MB; GPipe and 1F1B take v = 1 only; interleaved needs p >= 2, 2 <= v <= "
-                  "MP_MAX_CHUNKS and m a multiple of p'):%s", sb_str(&out));
-    free(out.s);
+                  "MP_MAX_CHUNKS and m a multiple of p'):%s", rl_grade_text_str(&out));
+    rl_grade_text_free(&out);
 }
 END_TEST
 
@@ -2031,11 +1997,11 @@ static int pp_where_read(const rl_pp_schedule *s, const pp_res *res, pp_where *w
 }
 
 /* What a call in flight carries, as text: "the output of F3 (for stage 2's F3)". */
-static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, const pp_call *c, sbuf *b)
+static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, const pp_call *c, rl_grade_text *b)
 {
     char o1[24], o2[24];
     if (c->kind == PK_OTHER) {
-        sb_add(b, "%s %s stage %d on '%s'", c->send ? "a send" : "a receive", c->send ? "to" : "from", c->peer,
+        rl_grade_text_add(b, "%s %s stage %d on '%s'", c->send ? "a send" : "a receive", c->send ? "to" : "from", c->peer,
                c->comm);
         return;
     }
@@ -2045,22 +2011,22 @@ static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, cons
         int j = pp_receiver_op(s, c->peer, r, c->kind, k);
         int nm = pp_nmsg(s, r, c->peer, c->kind);
         if (i < 0 && !nm)
-            sb_add(b, "a send to stage %d on %s, where the schedule sends that stage nothing", c->peer, cn);
+            rl_grade_text_add(b, "a send to stage %d on %s, where the schedule sends that stage nothing", c->peer, cn);
         else if (i < 0)
-            sb_add(b, "a send to stage %d on %s (message %d there; the schedule has %d)", c->peer, cn, k + 1, nm);
+            rl_grade_text_add(b, "a send to stage %d on %s (message %d there; the schedule has %d)", c->peer, cn, k + 1, nm);
         else
-            sb_add(b, "the send of %s's output to stage %d on %s (the input of its %s)",
+            rl_grade_text_add(b, "the send of %s's output to stage %d on %s (the input of its %s)",
                    op_text(s, &s->ops[r][i], o1, sizeof o1), c->peer, cn,
                    j >= 0 ? op_text(s, &s->ops[c->peer][j], o2, sizeof o2) : "?");
     } else {
         int k = w->done[r][0][c->kind][c->peer], j = pp_receiver_op(s, r, c->peer, c->kind, k);
         int nm = pp_nmsg(s, c->peer, r, c->kind);
         if (j < 0 && !nm)
-            sb_add(b, "a receive from stage %d on %s, where the schedule has that stage send nothing", c->peer, cn);
+            rl_grade_text_add(b, "a receive from stage %d on %s, where the schedule has that stage send nothing", c->peer, cn);
         else if (j < 0)
-            sb_add(b, "a receive from stage %d on %s (message %d there; the schedule has %d)", c->peer, cn, k + 1, nm);
+            rl_grade_text_add(b, "a receive from stage %d on %s (message %d there; the schedule has %d)", c->peer, cn, k + 1, nm);
         else
-            sb_add(b, "the receive of %s's input from stage %d on %s", op_text(s, &s->ops[r][j], o1, sizeof o1),
+            rl_grade_text_add(b, "the receive of %s's input from stage %d on %s", op_text(s, &s->ops[r][j], o1, sizeof o1),
                    c->peer, cn);
     }
 }
@@ -2073,11 +2039,11 @@ static int pp_recv_op_of(const rl_pp_schedule *s, const pp_where *w, int r, cons
 
 /* After a deadlock: where each stage stood and the advice that matches what went wrong,
  * read from the trace (what completed) and the watchdog's flight dump (what was in flight). */
-static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res *res, sbuf *out)
+static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res *res, rl_grade_text *out)
 {
     pp_where *w = calloc(1, sizeof *w);
     if (!w || !s || !pp_where_read(s, res, w)) {
-        sb_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked "
+        rl_grade_text_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked "
                "(the watchdog's report above says which call never completed): a send completes only when the peer "
                "posts the matching receive, so each pending send goes in ONE group with the next op's receive, and "
                "the last send after the loop.");
@@ -2087,19 +2053,19 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
     char o1[24], o2[24];
     int p = s->p, shown = 0;
     /* where each stage stood */
-    sb_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked. "
+    rl_grade_text_add(out, "\n    The schedule validates (rl_pp_validate), so the order of your communication calls deadlocked. "
            "Where the stages stood (trace and flight dump):");
     for (int r = 0; r < p && shown < 6; r++) {
         if (!w->nfly[r] && w->ran[r] >= s->nops[r])
             continue;
         shown++;
-        sb_add(out, "\n      stage %d ran %d of its %d ops", r, w->ran[r], s->nops[r]);
+        rl_grade_text_add(out, "\n      stage %d ran %d of its %d ops", r, w->ran[r], s->nops[r]);
         if (w->ran[r] < s->nops[r])
-            sb_add(out, " (next: %s)", op_text(s, &s->ops[r][w->ran[r]], o1, sizeof o1));
+            rl_grade_text_add(out, " (next: %s)", op_text(s, &s->ops[r][w->ran[r]], o1, sizeof o1));
         if (!w->nfly[r])
-            sb_add(out, "; no call in flight%s", w->ran[r] >= s->nops[r] ? " (its list is done)" : "");
+            rl_grade_text_add(out, "; no call in flight%s", w->ran[r] >= s->nops[r] ? " (its list is done)" : "");
         for (int i = 0; i < w->nfly[r]; i++) {
-            sb_add(out, "%s", i ? "; " : "; blocked in ");
+            rl_grade_text_add(out, "%s", i ? "; " : "; blocked in ");
             pp_call_text(s, w, r, &w->fly[r][i], out);
         }
     }
@@ -2114,16 +2080,16 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
                 continue;
             int other = f->kind == PK_ACT ? PK_GRAD : PK_ACT;
             int want = f->kind == PK_OTHER ? 0 : f->send ? pp_nmsg(s, r, q, other) : pp_nmsg(s, q, r, other);
-            sb_add(out, "\n    Stage %d %s stage %d on %s, but ", r, f->send ? "sends to" : "waits to receive from", q,
+            rl_grade_text_add(out, "\n    Stage %d %s stage %d on %s, but ", r, f->send ? "sends to" : "waits to receive from", q,
                    f->kind == PK_OTHER ? f->comm : pk_name[f->kind]);
             if (want)
-                sb_add(out, "everything stage %d sends stage %d in this schedule is %s (%d of them), which travel%s on %s",
+                rl_grade_text_add(out, "everything stage %d sends stage %d in this schedule is %s (%d of them), which travel%s on %s",
                        f->send ? r : q, f->send ? q : r, other == PK_GRAD ? "a gradient" : "an activation", want,
                        want == 1 ? "s" : "", pk_name[other]);
             else
-                sb_add(out, "the schedule sends nothing from stage %d to stage %d there", f->send ? r : q,
+                rl_grade_text_add(out, "the schedule sends nothing from stage %d to stage %d there", f->send ? r : q,
                        f->send ? q : r);
-            sb_add(out, " — mp.h: 'activations on act_comm, gradients on grad_comm' (a call on the other "
+            rl_grade_text_add(out, " — mp.h: 'activations on act_comm, gradients on grad_comm' (a call on the other "
                    "communicator waits for a partner that never comes).");
             free(w);
             return;
@@ -2140,13 +2106,13 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
                 sending |= w->fly[q][x].send && w->fly[q][x].peer == r;
             if (j < 0 || w->ran[q] <= j || sending || w->done[q][1][f->kind][r] > k)
                 continue;
-            sb_add(out, "\n    Stage %d waits for the output of stage %d's %s, which stage %d computed but never sent: ",
+            rl_grade_text_add(out, "\n    Stage %d waits for the output of stage %d's %s, which stage %d computed but never sent: ",
                    r, q, op_text(s, &s->ops[q][j], o1, sizeof o1), q);
             if (!w->nfly[q] && w->ran[q] >= s->nops[q])
-                sb_add(out, "stage %d finished its list with that send still pending — the TODO: 'after the loop send "
+                rl_grade_text_add(out, "stage %d finished its list with that send still pending — the TODO: 'after the loop send "
                        "what is still pending'.", q);
             else
-                sb_add(out, "each op's output becomes the pending send, posted in the group of the next op's receive "
+                rl_grade_text_add(out, "each op's output becomes the pending send, posted in the group of the next op's receive "
                        "(or after the loop).");
             free(w);
             return;
@@ -2158,18 +2124,18 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             int j = f->send ? -1 : pp_recv_op_of(s, w, r, f), cur = w->ran[r];
             if (j <= cur || (s->v > 1 && pp_mixed(s, r) && j == cur + 1))
                 continue;
-            sb_add(out, "\n    Stage %d posted the receive of %s's input before running %s: ", r,
+            rl_grade_text_add(out, "\n    Stage %d posted the receive of %s's input before running %s: ", r,
                    op_text(s, &s->ops[r][j], o1, sizeof o1), op_text(s, &s->ops[r][cur], o2, sizeof o2));
             if (s->v == 1)
-                sb_add(out, "GPipe and 1F1B receive an op's input with that op only (the look-ahead receive is for "
+                rl_grade_text_add(out, "GPipe and 1F1B receive an op's input with that op only (the look-ahead receive is for "
                        "interleaved schedules: mp.h 'interleaved schedules (s->v > 1) also post the next op's "
                        "receive'), and that input needs this stage's pending output first.");
             else if (!pp_mixed(s, r))
-                sb_add(out, "this stage runs all its F before its first B (no steady phase), so its first B's "
+                rl_grade_text_add(out, "this stage runs all its F before its first B (no steady phase), so its first B's "
                        "gradient needs its last F's output first — mp.h: 'a stage that runs all its F before its "
                        "first B — m = p — has no steady phase ... so it is received with that B'.");
             else
-                sb_add(out, "the look-ahead receives the NEXT op's input only (when it is of the other kind).");
+                rl_grade_text_add(out, "the look-ahead receives the NEXT op's input only (when it is of the other kind).");
             free(w);
             return;
         }
@@ -2190,15 +2156,15 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
         }
         if (from < 0 || w->done[r][0][kind][from] > kin)
             continue;
-        sbuf what = { 0 };
+        rl_grade_text what = { 0 };
         pp_call_text(s, w, r, &w->fly[r][0], &what);
-        sb_add(out, "\n    Stage %d is blocked in %s with no receive in flight, although its next op %s needs its "
+        rl_grade_text_add(out, "\n    Stage %d is blocked in %s with no receive in flight, although its next op %s needs its "
                "input from stage %d: the send was issued %s, and a send completes only when the peer receives — the "
                "pending send and the next op's receive go in ONE rl_group_start/rl_group_end (Megatron's "
-               "send_forward_recv_backward ...), so that neither waits for the other.", r, sb_str(&what),
+               "send_forward_recv_backward ...), so that neither waits for the other.", r, rl_grade_text_str(&what),
                op_text(s, &s->ops[r][cur], o1, sizeof o1), from,
                grouped ? "in a group of its own, before the receive" : "outside any group, before the receive");
-        free(what.s);
+        rl_grade_text_free(&what);
         free(w);
         return;
     }
@@ -2212,7 +2178,7 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             int j = pp_receiver_op(s, q, r, f->kind, w->done[r][1][f->kind][q]), cur = w->ran[q];
             if (cur >= s->nops[q] || j != cur + 1 || s->ops[q][j].kind == s->ops[q][cur].kind || !pp_mixed(s, q))
                 continue;
-            sb_add(out, "\n    Stage %d waits in the group of its %s while stage %d is sending it the input of its "
+            rl_grade_text_add(out, "\n    Stage %d waits in the group of its %s while stage %d is sending it the input of its "
                    "next op, %s, which stage %d receives only with that op: the handout (30.4 Machine) says "
                    "'Interleaved schedules also post the next op's receive when it is of the other kind' — without "
                    "that look-ahead receive each of the two stages waits for the other.", q,
@@ -2220,7 +2186,7 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             free(w);
             return;
         }
-    sb_add(out, "\n    Compare the order of your calls with the schedule: each op's receive goes in ONE group with the "
+    rl_grade_text_add(out, "\n    Compare the order of your calls with the schedule: each op's receive goes in ONE group with the "
            "pending send of the op before%s, and the output of the last op is sent after the loop.",
            c->v > 1 ? " (and, on a stage that mixes F and B, the receive of the next op's input when it is of the "
                       "other kind)" : "");
@@ -2228,23 +2194,23 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
 }
 
 /* The reason a pipeline run failed, with advice that matches its cause (nothing when it did not). */
-static void pp_failure(const pp_case *c, const rl_pp_schedule *s, const pp_res *res, sbuf *out)
+static void pp_failure(const pp_case *c, const rl_pp_schedule *s, const pp_res *res, rl_grade_text *out)
 {
     char cb[96];
     const mp_stats *st = &res->st;
     if (!st->rc[3])
         return;
-    sb_add(out, "\n  - %s: %s", pp_case_text(c, cb, sizeof cb), st->err[3]);
+    rl_grade_text_add(out, "\n  - %s: %s", pp_case_text(c, cb, sizeof cb), st->err[3]);
     if (st->run_rc[3] == RL_ERR_HANG)
         pp_deadlock(c, s, res, out);
 }
 
 /* After a deadlock the rest of a test's cases are not run (each would cost the watchdog's
  * timeout): the line that says so. */
-static void pp_skipped(sbuf *out, int n)
+static void pp_skipped(rl_grade_text *out, int n)
 {
     if (n > 0)
-        sb_add(out, "\n  (%d more case%s not run after this deadlock)", n, n == 1 ? "" : "s");
+        rl_grade_text_add(out, "\n  (%d more case%s not run after this deadlock)", n, n == 1 ? "" : "s");
 }
 
 /* Random executor cases of the given kinds: the runtime's schedule run by pp_execute. */
@@ -2259,7 +2225,7 @@ static void pp_exec_cases(const rl_pp_kind *kinds, int nk, int per_kind, const p
     for (int i = 0; i < nextra; i++)
         cs[n++] = extra[i];
     pp_print_cases(cs, n);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     for (int i = 0; i < n; i++) {
         char err[256], cb[96];
         rl_pp_schedule *s = rl_pp_schedule_new(cs[i].kind, cs[i].p, cs[i].m, cs[i].v, err, sizeof err);
@@ -2271,10 +2237,10 @@ static void pp_exec_cases(const rl_pp_kind *kinds, int nk, int per_kind, const p
         const mp_stats *st = &res.st;
         if (!st->rc[3]) {
             if (!(st->pp_grad_err < TOL))
-                sb_add(&bad, "\n  - %s: the stage weight gradients differ from the unpipelined model's by %.3g "
+                rl_grade_text_add(&bad, "\n  - %s: the stage weight gradients differ from the unpipelined model's by %.3g "
                        "(relative)", pp_case_text(&cs[i], cb, sizeof cb), st->pp_grad_err);
             if (!(fabs(st->pp_loss - st->pp_ref_loss) <= 1e-5 * fabs(st->pp_ref_loss) + 1e-7))
-                sb_add(&bad, "\n  - %s: loss %.7g, unpipelined %.7g", pp_case_text(&cs[i], cb, sizeof cb), st->pp_loss,
+                rl_grade_text_add(&bad, "\n  - %s: loss %.7g, unpipelined %.7g", pp_case_text(&cs[i], cb, sizeof cb), st->pp_loss,
                        st->pp_ref_loss);
         }
         int hung = st->run_rc[3] == RL_ERR_HANG;
@@ -2285,8 +2251,8 @@ static void pp_exec_cases(const rl_pp_kind *kinds, int nk, int per_kind, const p
             break;
         }
     }
-    ck_assert_msg(!bad.len, "pp_execute on the runtime's schedules (rl_pp_schedule_new):%s", sb_str(&bad));
-    free(bad.s);
+    ck_assert_msg(!bad.len, "pp_execute on the runtime's schedules (rl_pp_schedule_new):%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 
 START_TEST(t_pp_grads)
@@ -2314,7 +2280,7 @@ START_TEST(t_pp_memory)
     pp_case cs[3] = { pp_draw(&g, RL_PP_GPIPE, 2, 5), pp_draw(&g, RL_PP_1F1B, 2, 5),
                       pp_draw(&g, RL_PP_INTERLEAVED, 2, 4) };
     pp_print_cases(cs, 3);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     for (int i = 0; i < 3; i++) {
         char err[256], cb[96];
         rl_pp_schedule *s = rl_pp_schedule_new(cs[i].kind, cs[i].p, cs[i].m, cs[i].v, err, sizeof err);
@@ -2326,21 +2292,21 @@ START_TEST(t_pp_memory)
         const mp_stats *st = &res.st;
         pp_case_text(&cs[i], cb, sizeof cb);
         for (int r = 0; !st->rc[3] && r < cs[i].p; r++) {
-            sbuf left = { 0 };
+            rl_grade_text left = { 0 };
             for (int k = 0; k < RL_MEM_NCAT; k++)
                 if (st->pp_left[r][k])
-                    sb_add(&left, "%s%s %+lld B", left.len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
+                    rl_grade_text_add(&left, "%s%s %+lld B", left.len ? ", " : "", rl_mem_cat_name((rl_mem_cat)k),
                            (long long)st->pp_left[r][k]);
             if (left.len)
-                sb_add(&bad, "\n  - %s, stage %d: pp_execute left %s allocated (one buffer [rows, h] = %lld B): its "
-                       "buffers are freed before it returns", cb, r, sb_str(&left), (long long)B);
+                rl_grade_text_add(&bad, "\n  - %s, stage %d: pp_execute left %s allocated (one buffer [rows, h] = %lld B): its "
+                       "buffers are freed before it returns", cb, r, rl_grade_text_str(&left), (long long)B);
             if (st->pp_act_extra[r] > 0)
-                sb_add(&bad, "\n  - %s, stage %d: at the start of an op the stage held %lld B of activations beyond its "
+                rl_grade_text_add(&bad, "\n  - %s, stage %d: at the start of an op the stage held %lld B of activations beyond its "
                        "saved (mb, chunk) tensors (%.3g times a [rows, h] buffer): the executor's buffers are p2p buffers, "
                        "charged to RL_MEM_COMM, not to activations", cb, r, (long long)st->pp_act_extra[r],
                        (double)st->pp_act_extra[r] / (double)B);
             if (cs[i].p > 1 && st->pp_comm_min[r] >= 0 && st->pp_comm_min[r] < B)
-                sb_add(&bad, "\n  - %s, stage %d: an op that received its input ran with %lld B of comm memory in use, "
+                rl_grade_text_add(&bad, "\n  - %s, stage %d: an op that received its input ran with %lld B of comm memory in use, "
                        "less than the one buffer [rows, h] = %lld B that input arrived in: the receive buffers are "
                        "charged to RL_MEM_COMM", cb, r, (long long)st->pp_comm_min[r], (long long)B);
         }
@@ -2353,8 +2319,8 @@ START_TEST(t_pp_memory)
         }
     }
     ck_assert_msg(!bad.len, "pp_execute's memory (the TODO: 'Buffers [rows, h] (RL_MEM_COMM): one for the output, one "
-                  "input per kind'):%s", sb_str(&bad));
-    free(bad.s);
+                  "input per kind'):%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
@@ -2368,7 +2334,7 @@ static double formula(rl_calc_schedule k, int p, int m, int v)
 
 /* The learner's schedule and executor on a case (default model sizes); after a deadlock in the
  * same test (*hung) the case is skipped: returns 0 when st holds a successful run. */
-static int pp_case_run(const pp_case *c, mp_stats *st, sbuf *bad, int *hung)
+static int pp_case_run(const pp_case *c, mp_stats *st, rl_grade_text *bad, int *hung)
 {
     if (*hung) {
         (*hung)++;
@@ -2394,7 +2360,7 @@ START_TEST(t_pp_bubble)
     pp_case cs[4] = { pp_draw(&g, RL_PP_GPIPE, 2, 6), pp_draw(&g, RL_PP_1F1B, 2, 6), pp_draw(&g, RL_PP_1F1B, 2, 6),
                       { RL_PP_1F1B, 4, 8, 1 } };
     pp_print_cases(cs, 4);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     int hung = 0;
     for (int i = 0; i < 4; i++) {
         mp_stats st;
@@ -2404,13 +2370,13 @@ START_TEST(t_pp_bubble)
         double want = formula(cs[i].kind == RL_PP_GPIPE ? RL_CALC_SCHED_GPIPE : RL_CALC_SCHED_1F1B, cs[i].p, cs[i].m, 1);
         printf("%s: bubble measured %.4f, formula %.4f\n", pp_case_text(&cs[i], cb, sizeof cb), st.pp.bubble_frac, want);
         if (!(fabs(st.pp.bubble_frac - want) <= 0.02 * want + 0.004))
-            sb_add(&bad, "\n  - %s: measured bubble %.4f, (p-1)/(m+p-1) = %.4f (tolerance 2%% + 0.004 for the p2p "
+            rl_grade_text_add(&bad, "\n  - %s: measured bubble %.4f, (p-1)/(m+p-1) = %.4f (tolerance 2%% + 0.004 for the p2p "
                    "latencies): a stage waits longer than the schedule requires (a receive posted later than the op "
                    "before it? a send waited on alone?)", cb, st.pp.bubble_frac, want);
     }
     pp_skipped(&bad, hung - 1);
-    ck_assert_msg(!bad.len, "pipeline bubble measured from the trace:%s", sb_str(&bad));
-    free(bad.s);
+    ck_assert_msg(!bad.len, "pipeline bubble measured from the trace:%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
@@ -2420,7 +2386,7 @@ START_TEST(t_pp_interleaved)
     pp_case cs[3] = { pp_draw(&g, RL_PP_INTERLEAVED, 2, 4), pp_draw(&g, RL_PP_INTERLEAVED, 2, 4),
                       { RL_PP_INTERLEAVED, 4, 8, 2 } };
     pp_print_cases(cs, 3);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     int hung = 0;
     for (int i = 0; i < 3; i++) {
         mp_stats st, o;
@@ -2433,14 +2399,14 @@ START_TEST(t_pp_interleaved)
         printf("%s: bubble measured %.4f, formula %.4f (1F1B measured %.4f)\n", pp_case_text(&cs[i], cb, sizeof cb),
                st.pp.bubble_frac, want, o.pp.bubble_frac);
         if (!(fabs(st.pp.bubble_frac - want) <= 0.05 * want + 0.006 && st.pp.bubble_frac < o.pp.bubble_frac))
-            sb_add(&bad, "\n  - %s: measured bubble %.4f, (p-1)/(vm+p-1) = %.4f (tolerance 5%% + 0.006: the combined "
+            rl_grade_text_add(&bad, "\n  - %s: measured bubble %.4f, (p-1)/(vm+p-1) = %.4f (tolerance 5%% + 0.006: the combined "
                    "receives wait a little), 1F1B on the same p, m %.4f: a stage waits longer than the schedule "
                    "requires (a look-ahead receive posted later than it could be?)", cb, st.pp.bubble_frac, want,
                    o.pp.bubble_frac);
     }
     pp_skipped(&bad, hung - 1);
-    ck_assert_msg(!bad.len, "interleaved 1F1B bubble measured from the trace:%s", sb_str(&bad));
-    free(bad.s);
+    ck_assert_msg(!bad.len, "interleaved 1F1B bubble measured from the trace:%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
@@ -2450,7 +2416,7 @@ START_TEST(t_pp_inflight)
     pp_case cs[3] = { pp_draw(&g, RL_PP_GPIPE, 2, 6), pp_draw(&g, RL_PP_1F1B, 2, 6), pp_draw(&g, RL_PP_1F1B, 3, 6) };
     cs[2].m = rl_grade_pick(&g, 1, cs[2].p - 1); /* m < p: the warm-up is cut to m */
     pp_print_cases(cs, 3);
-    sbuf bad = { 0 };
+    rl_grade_text bad = { 0 };
     int hung = 0;
     for (int i = 0; i < 3; i++) {
         mp_stats st;
@@ -2460,15 +2426,15 @@ START_TEST(t_pp_inflight)
         for (int r = 0; r < cs[i].p; r++) {
             int want = cs[i].kind == RL_PP_GPIPE ? cs[i].m : (cs[i].p - r < cs[i].m ? cs[i].p - r : cs[i].m);
             if (fabs(st.pp.peak_inflight[r] - want) > 1e-9)
-                sb_add(&bad, "\n  - %s: stage %d holds %.2f micro-batches at its peak; expected %d (%s)",
+                rl_grade_text_add(&bad, "\n  - %s: stage %d holds %.2f micro-batches at its peak; expected %d (%s)",
                        pp_case_text(&cs[i], cb, sizeof cb), r, st.pp.peak_inflight[r], want,
                        cs[i].kind == RL_PP_GPIPE ? "GPipe holds all m" : "1F1B: min(p-r, m), the p-r-1 warm-up "
                                                                          "forwards and one more");
         }
     }
     pp_skipped(&bad, hung - 1);
-    ck_assert_msg(!bad.len, "peak in-flight micro-batches per stage, from the trace:%s", sb_str(&bad));
-    free(bad.s);
+    ck_assert_msg(!bad.len, "peak in-flight micro-batches per stage, from the trace:%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
 }
 END_TEST
 
@@ -2491,23 +2457,23 @@ static void cp_expected(int64_t seq, int cp, int r, int zz, int64_t *pos)
         pos[i] = zz ? (i < c ? r * c + i : (2 * cp - r - 1) * c + (i - c)) : r * n + i;
 }
 
-static void pos_text(sbuf *b, const int64_t *pos, int64_t n)
+static void pos_text(rl_grade_text *b, const int64_t *pos, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        sb_add(b, "%s%lld", i ? " " : "", (long long)pos[i]);
+        rl_grade_text_add(b, "%s%lld", i ? " " : "", (long long)pos[i]);
 }
 
 START_TEST(t_cp_positions)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf bad = { 0 }, line = { 0 };
+    rl_grade_text bad = { 0 }, line = { 0 };
     for (int k = 0; k < 4; k++) {
         int cp = k == 0 ? 1 : rl_grade_pick(&g, 2, 6), zz = k % 2;
         /* the last zig-zag case has chunks of 2 or more positions: their order within a chunk shows */
         int64_t seq = (zz ? 2 * cp : cp) * rl_grade_pick(&g, k == 3 ? 2 : 1, 4);
         if (!zz && k == 2 && cp > 1)
             seq = (int64_t)cp * (2 * rl_grade_pick(&g, 0, 2) + 1); /* a contiguous split that 2cp does not divide */
-        sb_add(&line, "%s%s seq = %lld, cp = %d", k ? "; " : "cases: ", zz ? "zig-zag" : "contiguous", (long long)seq,
+        rl_grade_text_add(&line, "%s%s seq = %lld, cp = %d", k ? "; " : "cases: ", zz ? "zig-zag" : "contiguous", (long long)seq,
                cp);
         int64_t n = seq / cp;
         int64_t *pos = malloc(sizeof(int64_t) * (size_t)(n + 4)), *want = malloc(sizeof(int64_t) * (size_t)n);
@@ -2519,20 +2485,20 @@ START_TEST(t_cp_positions)
             cp_expected(seq, cp, r, zz, want);
             int same = rc == 0 && !memcmp(pos, want, sizeof(int64_t) * (size_t)n);
             if (rc == 0 && (pos[n] != -777 || pos[n + 3] != -777))
-                sb_add(&bad, "\n  - %s seq = %lld, cp = %d, rank %d: wrote past pos[seq/cp - 1] = pos[%lld]",
+                rl_grade_text_add(&bad, "\n  - %s seq = %lld, cp = %d, rank %d: wrote past pos[seq/cp - 1] = pos[%lld]",
                        zz ? "zig-zag" : "contiguous", (long long)seq, cp, r, (long long)(n - 1));
             if (!same) {
-                sb_add(&bad, "\n  - %s seq = %lld, cp = %d, rank %d: ", zz ? "zig-zag" : "contiguous", (long long)seq, cp,
+                rl_grade_text_add(&bad, "\n  - %s seq = %lld, cp = %d, rank %d: ", zz ? "zig-zag" : "contiguous", (long long)seq, cp,
                        r);
                 if (rc)
-                    sb_add(&bad, "returned %d (%s): %s", rc, rl_status_name(rc), err[0] ? err : "(no message)");
+                    rl_grade_text_add(&bad, "returned %d (%s): %s", rc, rl_status_name(rc), err[0] ? err : "(no message)");
                 else {
-                    sb_add(&bad, "pos = ");
+                    rl_grade_text_add(&bad, "pos = ");
                     pos_text(&bad, pos, n);
-                    sb_add(&bad, "; expected ");
+                    rl_grade_text_add(&bad, "; expected ");
                     pos_text(&bad, want, n);
                     if (zz)
-                        sb_add(&bad, " (local order: chunk r = %d's positions ascending, then chunk 2cp-r-1 = %d's)", r,
+                        rl_grade_text_add(&bad, " (local order: chunk r = %d's positions ascending, then chunk 2cp-r-1 = %d's)", r,
                                2 * cp - r - 1);
                 }
             }
@@ -2550,23 +2516,23 @@ START_TEST(t_cp_positions)
         { 2 * cp * 2, cp, -1, 0, "rank = -1" },
         { 8, 0, 0, 0, "cp = 0" },
     };
-    sb_add(&line, "; refusals with cp = %d: seq = %lld (contiguous), %lld (zig-zag)", cp, (long long)nd,
+    rl_grade_text_add(&line, "; refusals with cp = %d: seq = %lld (contiguous), %lld (zig-zag)", cp, (long long)nd,
            (long long)odd);
-    printf("%s\n", sb_str(&line));
+    printf("%s\n", rl_grade_text_str(&line));
     int64_t pos[64];
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
         char err[512] = "";
         int rc = cp_positions(ref[i].seq, ref[i].cp, ref[i].rank, ref[i].zz, pos, err, sizeof err);
         if (rc != RL_ERR_ARG || !err[0])
-            sb_add(&bad, "\n  - %s (seq = %lld, cp = %d, rank %d): expected RL_ERR_ARG with a message in err; got %d "
+            rl_grade_text_add(&bad, "\n  - %s (seq = %lld, cp = %d, rank %d): expected RL_ERR_ARG with a message in err; got %d "
                    "(%s)%s%s", ref[i].why, (long long)ref[i].seq, ref[i].cp, ref[i].rank, rc, rl_status_name(rc),
                    err[0] ? ": " : ", no message", err);
     }
     ck_assert_msg(!bad.len, "cp_positions (header: 'contiguous (rank r holds r*seq/cp ..) or zig-zag (chunks r and "
                   "2cp-r-1 of 2cp) ... in local order. RL_ERR_ARG unless seq is divisible by cp (zig-zag: by 2cp)'):%s",
-                  sb_str(&bad));
-    free(bad.s);
-    free(line.s);
+                  rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
+    rl_grade_text_free(&line);
 }
 END_TEST
 
@@ -2582,12 +2548,12 @@ START_TEST(t_cp_merge)
 {
     rl_rng g = rl_grade_rng(1);
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
-    sbuf bad = { 0 }, line = { 0 };
+    rl_grade_text bad = { 0 }, line = { 0 };
     for (int k = 0; k < 3; k++) {
         int nh = rl_grade_pick(&g, 1, 4);
         int64_t b = rl_grade_pick(&g, 1, 3), sq = rl_grade_pick(&g, 8, 11), hd = rl_grade_pick(&g, 1, 5);
         int64_t os[3] = { b, sq, nh * hd }, ls[3] = { b, nh, sq }, no = b * sq * nh * hd, nl = b * nh * sq;
-        sb_add(&line, "%sb = %lld, sq = %lld, %d head(s) of %lld", k ? "; " : "cases: ", (long long)b, (long long)sq, nh,
+        rl_grade_text_add(&line, "%sb = %lld, sq = %lld, %d head(s) of %lld", k ? "; " : "cases: ", (long long)b, (long long)sq, nh,
                (long long)hd);
         float *O = fnew(no), *Ob = fnew(no), *L = fnew(nl), *Lb = fnew(nl);
         fill(O, no, &g, 1.0);
@@ -2624,7 +2590,7 @@ START_TEST(t_cp_merge)
         rl_clear_error(ctx);
         int rc = cp_lse_merge(ctx, o, l, ob, lb, nh);
         if (rc) {
-            sb_add(&bad, "\n  - cp_lse_merge returned %d (%s): %s", rc, rl_status_name(rc), rl_last_error(ctx));
+            rl_grade_text_add(&bad, "\n  - cp_lse_merge returned %d (%s): %s", rc, rl_status_name(rc), rl_last_error(ctx));
         } else {
             int shown = 0;
             for (int64_t bb = 0; bb < b && shown < 4; bb++)
@@ -2636,7 +2602,7 @@ START_TEST(t_cp_merge)
                             ok = close_to(rl_tensor_get(o, o0 + d), rl_tensor_get(o2, o0 + d), 1e-4);
                         if (!ok) {
                             shown++;
-                            sb_add(&bad, "\n  - batch %lld, head %d, row %lld: lse = %g, lse_b = %g -> lse' = %g, "
+                            rl_grade_text_add(&bad, "\n  - batch %lld, head %d, row %lld: lse = %g, lse_b = %g -> lse' = %g, "
                                    "expected %g; out'[0] = %g, expected %g (out %g, out_b %g)", (long long)bb, hh,
                                    (long long)i, L[li], Lb[li], rl_tensor_get(l, li), rl_tensor_get(l2, li),
                                    rl_tensor_get(o, o0), rl_tensor_get(o2, o0), O[o0], Ob[o0]);
@@ -2648,13 +2614,13 @@ START_TEST(t_cp_merge)
         free(O), free(Ob), free(L), free(Lb);
     }
     rl_ctx_free_standalone(ctx);
-    printf("%s\n", sb_str(&line));
+    printf("%s\n", rl_grade_text_str(&line));
     ck_assert_msg(!bad.len, "cp_lse_merge against the log-sum-exp rule (lse' = lse + log(1 + exp(lse_b - lse)), out' "
                   "= exp(lse - lse')*out + exp(lse_b - lse')*out_b, exact for any finite lse — rows with |lse| near "
                   "150 and near 800 among them, where exp of lse alone overflows a double; a -inf row merges as "
-                  "'nothing', also when both are -inf):%s", sb_str(&bad));
-    free(bad.s);
-    free(line.s);
+                  "'nothing', also when both are -inf):%s", rl_grade_text_str(&bad));
+    rl_grade_text_free(&bad);
+    rl_grade_text_free(&line);
 }
 END_TEST
 
@@ -2752,17 +2718,17 @@ static int cp_rank(rl_ctx *ctx, void *arg)
                       call == 3 ? "cp_ring_attention (work = NULL)" : "cp_ring_attention");
         rl_set_tag(ctx, RL_TAG_STEP, -1);
         c->work[call - 1][r] = work;
-        sbuf left = { 0 };
+        rl_grade_text left = { 0 };
         const rl_mem_account *acc = rl_ctx_mem(ctx);
         for (int kc = 0; !rc && kc < RL_MEM_NCAT; kc++) /* every category, its comm buffers too */
             if (acc->current[kc] != before[kc])
-                sb_add(&left, "%s%s %+lld B", left.len ? ", " : "", rl_mem_cat_name((rl_mem_cat)kc),
+                rl_grade_text_add(&left, "%s%s %+lld B", left.len ? ", " : "", rl_mem_cat_name((rl_mem_cat)kc),
                        (long long)(acc->current[kc] - before[kc]));
         if (left.len)
             problem(T_MEM, "%s, %s call: cp_ring_attention left %s allocated: its temporaries (lse, the block's out "
                     "and lse, the two K/V block buffers ...) are freed before it returns", who,
-                    call == 2 ? "contiguous" : call == 3 ? "zig-zag (work = NULL)" : "zig-zag", sb_str(&left));
-        free(left.s);
+                    call == 2 ? "contiguous" : call == 3 ? "zig-zag (work = NULL)" : "zig-zag", rl_grade_text_str(&left));
+        rl_grade_text_free(&left);
         if (!rc) {
             double e = rel_to(out, part[3], b * sl * h, 1e-2);
             if (!(e < TOL))
@@ -2814,15 +2780,15 @@ static void cp_ring_check(const job *J, const rl_trace *tr)
                     recvd += e->bytes;
             }
             if (coll || bad_peer || sent != want || recvd != want) {
-                sbuf got = { 0 }, lab = { 0 };
+                rl_grade_text got = { 0 }, lab = { 0 };
                 events_text(&got, ev, n, 10);
                 if (J->ng > 1)
-                    sb_add(&lab, "world rank %d (rank %d of group %d)", wr, r, J->color[wr]);
+                    rl_grade_text_add(&lab, "world rank %d (rank %d of group %d)", wr, r, J->color[wr]);
                 else
-                    sb_add(&lab, "rank %d", wr);
+                    rl_grade_text_add(&lab, "rank %d", wr);
                 problem(T_COMM, "%s, %s call: the trace has %s; expected only sends to %srank %d and receives from "
                         "%srank %d (%s), %.0f B each way in all: cp-1 = %d steps of the K and V blocks, 2*b*(s/cp)*h = "
-                        "%lld elements per step%s", sb_str(&lab), call == 2 ? "contiguous" : "zig-zag", sb_str(&got),
+                        "%lld elements per step%s", rl_grade_text_str(&lab), call == 2 ? "contiguous" : "zig-zag", rl_grade_text_str(&got),
                         J->ng > 1 ? "world " : "", dir >= 0 ? next : prev, J->ng > 1 ? "world " : "",
                         dir >= 0 ? prev : next,
                         J->ng > 1 ? "this group's ring neighbours; the trace names peers by world rank"
@@ -2830,8 +2796,8 @@ static void cp_ring_check(const job *J, const rl_trace *tr)
                                    : "the ring in the other direction",
                         want, cp - 1, (long long)(2 * c->b * (c->s / cp) * c->h),
                         coll ? "; no collective: ring attention never gathers K/V" : "");
-                free(got.s);
-                free(lab.s);
+                rl_grade_text_free(&got);
+                rl_grade_text_free(&lab);
             }
         }
 }
@@ -2888,13 +2854,13 @@ static void cp_work_after(cp_case *c, rl_trace *tr)
 static void cp_random_runs(int n, int with_cp1, void (*after)(cp_case *, rl_trace *))
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf line = { 0 };
+    rl_grade_text line = { 0 };
     for (int i = 0; i < n + with_cp1; i++) {
         cp_case *c = calloc(1, sizeof *c);
         int cp = i == n ? 1 : rl_grade_pick(&g, 2, 6);
         cp_case_make(c, cp, rl_grade_pick(&g, 1, 3), rl_grade_pick(&g, 2, 5), rl_grade_pick(&g, 1, 2),
                      2 * cp * rl_grade_pick(&g, 1, 3), &g);
-        sb_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
+        rl_grade_text_add(&line, "%s%s", i ? "; " : "cases: ", g_case);
         rl_trace *tr = NULL;
         job J;
         job_make(&J, cp, 1, NULL, c, NULL);
@@ -2905,8 +2871,8 @@ static void cp_random_runs(int n, int with_cp1, void (*after)(cp_case *, rl_trac
         cp_case_free(c);
         free(c);
     }
-    printf("%s\n", sb_str(&line));
-    free(line.s);
+    printf("%s\n", rl_grade_text_str(&line));
+    rl_grade_text_free(&line);
 }
 
 START_TEST(t_cp_equal)
@@ -2950,12 +2916,12 @@ START_TEST(t_cp_groups)
     }
     job J;
     job_make(&J, cp, 2, &g, c[0], c[1]);
-    sbuf grp = { 0 };
+    rl_grade_text grp = { 0 };
     job_text(&J, &grp);
     snprintf(g_case, sizeof g_case, "cp = %d, b = %lld, s = %lld, %d head(s) of %lld; %s", cp, (long long)b,
-             (long long)s, heads, (long long)hd, sb_str(&grp));
+             (long long)s, heads, (long long)hd, rl_grade_text_str(&grp));
     printf("cases: %s\n", g_case);
-    free(grp.s);
+    rl_grade_text_free(&grp);
     rl_trace *tr = NULL;
     launch(2 * cp, cp_rank, &J, &tr);
     cp_ring_check(&J, tr);
