@@ -19,6 +19,8 @@
  * solutions/29_zero_fsdp/zero.c. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,22 +37,85 @@
 /* ================================================================== shared helpers */
 
 
-/* What a rank reports back: a status and the whole message (malloc'd, never cut). */
+/* What a rank reports back: a status, the whole message (malloc'd, never cut) and when it
+ * came (the order of the errors of one run, over every rank). */
 typedef struct rank_res {
     int rc;
     char *err;
+    int seq;
 } rank_res;
+
+static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER; /* rl_grade_note from several rank threads */
+static int err_clock;                                       /* counts the errors of the running test */
+
+/* rl_grade_note, one rank thread at a time: what a crash that follows will be reported with. */
+static void note_crash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note_crash(const char *fmt, ...)
+{
+    rl_grade_text b = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    rl_grade_text_add(&b, "%s", s ? s : "");
+    free(s);
+    pthread_mutex_lock(&note_mu);
+    rl_grade_note("%s", rl_grade_text_str(&b));
+    pthread_mutex_unlock(&note_mu);
+    rl_grade_text_free(&b);
+}
 
 /* Records an error the code under test reported (and notes it for a crash that may follow). */
 static void note_err(rank_res *rr, rl_ctx *ctx, int rc, const char *what)
 {
     rr->rc = rc;
+    rr->seq = __atomic_add_fetch(&err_clock, 1, __ATOMIC_SEQ_CST);
     const char *m = ctx ? rl_last_error(ctx) : "";
     rl_grade_text b = { 0 };
     rl_grade_text_add(&b, "%s returned %d (%s)%s%s", what, rc, rl_status_name(rc), m[0] ? ": " : " (no message)", m);
     free(rr->err);
     rr->err = b.s;
-    rl_grade_note("%s", rl_grade_text_str(&b));
+    note_crash("rank %d: %s", ctx ? rl_rank(ctx) : -1, rl_grade_text_str(&b));
+}
+
+/* The rank whose error came first, skipping ranks that were only stopped (RL_ERR_ABORTED)
+ * because another one failed; -1 when no rank reported an error. */
+static int first_error(const rank_res *const *rr, int n)
+{
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+        for (int r = 0; r < n; r++) {
+            if (!rr[r]->rc || (pass == 0 && rr[r]->rc == RL_ERR_ABORTED))
+                continue;
+            if (best < 0 || rr[r]->seq < rr[best]->seq)
+                best = r;
+        }
+    return best;
+}
+
+/* The message of a failed run: the first real error, which ranks were stopped after it and
+ * how (the runtime's report, printed below the message, is of that stop). */
+static void failure_text(rl_grade_text *b, const char *what, const rank_res *const *rr, int n, int launch_rc)
+{
+    int f = first_error(rr, n);
+    rl_grade_text_add(b, "%s, rank %d: %s", what, f, rr[f]->err && rr[f]->err[0] ? rr[f]->err : "(no message)");
+    int others = 0;
+    for (int r = 0; r < n; r++)
+        if (r != f && rr[r]->rc)
+            others++;
+    if (others) {
+        rl_grade_text_add(b, ". It was the first error; then ");
+        int k = 0;
+        for (int r = 0; r < n; r++)
+            if (r != f && rr[r]->rc)
+                rl_grade_text_add(b, "%s%d", k++ ? ", " : "rank(s) ", r);
+        rl_grade_text_add(b, " failed or were stopped too");
+    }
+    if (launch_rc == RL_ERR_HANG)
+        rl_grade_text_add(b, ". The ranks that waited for rank %d's collectives were stopped by the watchdog (its "
+                          "report below is of that stop, not of the cause)", f);
 }
 
 /* Options of a quiet sim run with a watchdog well inside the test's time limit. */
@@ -61,7 +126,8 @@ static rl_opts grade_opts(int n, const rl_hw *hw)
     o.ranks = n;
     o.quiet = 1;
     o.hw = hw;
-    o.timeout_s = 4.0 * rl_grade_time_scale();
+    /* a rank that failed leaves the others waiting for its collectives: keep that wait short */
+    o.timeout_s = 1.5 * rl_grade_time_scale();
     return o;
 }
 
@@ -120,7 +186,9 @@ static const char *cb_names[CB_N] = { "pre-forward", "post-forward", "pre-backwa
 
 /* The grader's trace tags (RL_TAG_CHUNK) on the collectives the code under test issues. */
 #define TAG_CB(kind, mu) (1 + (kind) * 64 + (mu)) /* inside a unit callback */
-#define TAG_HOOK(u) (1000 + (u))                  /* inside the grad-ready hook, for a parameter of unit u */
+#define TAG_HOOK(u) (1000 + (u))                  /* inside the grad-ready hook call that completes unit u */
+#define TAG_HOOK_EARLY(u) (1500 + (u))            /* inside a hook call for unit u with gradients still to come */
+#define TAG_FREE 5000                             /* the grader's own zero3_gather + zero3_free after the steps */
 #define TAG_REDUCE 2000                           /* zero1_reduce_scatter_grads / zero_finalize_grads */
 #define TAG_OPT 3000                              /* zero_shard_adamw */
 #define TAG_GATHER 4000                           /* zero_all_gather_params */
@@ -130,8 +198,11 @@ static void tag_text(rl_grade_text *b, int tag)
 {
     if (tag >= 1 && tag < 1 + CB_N * 64)
         rl_grade_text_add(b, "%s of model unit %d", cb_names[(tag - 1) / 64], (tag - 1) % 64);
-    else if (tag >= 1000 && tag < 2000)
-        rl_grade_text_add(b, "the grad-ready hook (a parameter of unit %d)", tag - 1000);
+    else if (tag >= 1000 && tag < 1500)
+        rl_grade_text_add(b, "the grad-ready hook (the call announcing unit %d's last gradient)", tag - 1000);
+    else if (tag >= 1500 && tag < 2000)
+        rl_grade_text_add(b, "the grad-ready hook (a call for unit %d while some of its gradients were still to "
+                          "come)", tag - 1500);
     else if (tag == TAG_REDUCE)
         rl_grade_text_add(b, "the gradient reduction after backward");
     else if (tag == TAG_OPT)
@@ -156,10 +227,16 @@ typedef struct step_log {
     int red_rc;                                 /* what the reduction returned */
     char *red_err;                              /* its message (malloc'd) */
     rl_mem_account mem;                         /* after the step, with the step's peaks */
+    rl_mem_account mem_red;                     /* right after the reduction (also when it failed) */
     int nfree;
     int free_unit[4 * MAXU];                    /* buckets the hook freed, and the compute time it returned */
     double free_t[4 * MAXU];
+    int announced[MAXU];                        /* hook calls so far per unit (the harness's own count) */
+    int live_bad;                               /* after some hook call: completed units whose bucket was alive (> 1) */
+    int live_param, live_mask;                  /* that call's parameter, and those units (bit u) */
     float *grad;                                /* this rank's reduced pieces after the reduction [shard_numel] */
+    float *local;                               /* ZeRO-1: this rank's own flat_grad after backward [flat_numel] */
+    float *rest;                                /* ZeRO-1: flat_grad after the reduction [flat_numel] */
 } step_log;
 
 /* One rank of a case. */
@@ -174,7 +251,9 @@ typedef struct rank_log {
     int64_t shard_numel, flat_numel;
     int cur_step;
     step_log st[MAXS];
-    float *params;                              /* Ψ values after the run, NaN where the rank holds no copy */
+    float *params;                              /* Ψ values after the run */
+    unsigned char *held;                        /* per value: 1 where this rank holds a copy (stage 3: its piece) */
+    double free_t;                              /* compute time after the grader's zero3_free of an in-flight unit */
     rl_unit_hook cb[CB_N];                      /* the engine's callbacks */
     rl_grad_hook hook;
 } rank_log;
@@ -191,6 +270,9 @@ typedef struct case29 {
     int ready_window;           /* > 1: gradients become ready out of order (the same order on every rank) */
     uint64_t ready_seed;
     int drop_param;             /* >= 0: the harness withholds this parameter's grad-ready hook in step 0 */
+    int dup_param;              /* >= 0: the harness announces this parameter twice in step 0 */
+    int free_check;             /* stage 3: after the steps, gather a unit and free it while in flight */
+    int snap_rest;              /* ZeRO-1: keep flat_grad after backward and after the reduction */
     int stop_after_reduce;      /* end every rank after step 0's reduction */
     int64_t psi;
     rank_log rk[MAXR];
@@ -217,6 +299,7 @@ static void case_init(case29 *c, zero_stage st, int ranks, int steps)
     c->data_seed = 11;
     c->hw = rl_hw_find("h100-nvlink");
     c->drop_param = -1;
+    c->dup_param = -1;
 }
 
 /* Draws a random case of stage st: world (3..6 or the given list), model, steps, micro-batch. */
@@ -267,8 +350,11 @@ static int w_post_f(rl_unit *mu, void *arg) { return wrap_cb(CB_POST_F, mu, arg)
 static int w_pre_b(rl_unit *mu, void *arg) { return wrap_cb(CB_PRE_B, mu, arg); }
 static int w_post_b(rl_unit *mu, void *arg) { return wrap_cb(CB_POST_B, mu, arg); }
 
-/* The grad-ready hook around the engine's: tags its collectives, notes the buckets it freed
- * and when, and withholds the case's dropped parameter in step 0. */
+/* The grad-ready hook around the engine's: tags its collectives (by whether this call
+ * announces the unit's last gradient, from the harness's own count), notes the buckets it
+ * freed and when, and after the call how many completed units still hold a bucket (the one
+ * launched last may; zero.h: the one launched before is released). Withholds the case's
+ * dropped parameter and announces its duplicated one twice, in step 0. */
 static int w_hook(rl_param *p, void *arg)
 {
     zero_engine *e = arg;
@@ -277,18 +363,31 @@ static int w_hook(rl_param *p, void *arg)
     if (p->index == cur->drop_param && L->cur_step == 0)
         return 0;
     int u = e->unit_of_param[p->index];
-    rl_tensor *before[MAXU];
-    for (int v = 0; v < e->nunits && v < MAXU; v++)
-        before[v] = e->units[v].grad;
-    rl_set_tag(e->ctx, RL_TAG_CHUNK, TAG_HOOK(u));
-    int rc = L->hook(p, arg);
-    rl_set_tag(e->ctx, RL_TAG_CHUNK, -1);
-    double t = rl_stream_time(e->ctx, RL_STREAM_COMPUTE);
-    for (int v = 0; v < e->nunits && v < MAXU; v++)
-        if (before[v] && !e->units[v].grad && S->nfree < 4 * MAXU) {
-            S->free_unit[S->nfree] = v;
-            S->free_t[S->nfree++] = t;
+    int calls = p->index == cur->dup_param && L->cur_step == 0 ? 2 : 1, rc = 0;
+    for (int k = 0; k < calls && !rc; k++) {
+        rl_tensor *before[MAXU];
+        for (int v = 0; v < e->nunits && v < MAXU; v++)
+            before[v] = e->units[v].grad;
+        int last = u < MAXU && ++S->announced[u] == e->units[u].nparams;
+        rl_set_tag(e->ctx, RL_TAG_CHUNK, last ? TAG_HOOK(u) : TAG_HOOK_EARLY(u));
+        rc = L->hook(p, arg);
+        rl_set_tag(e->ctx, RL_TAG_CHUNK, -1);
+        double t = rl_stream_time(e->ctx, RL_STREAM_COMPUTE);
+        int live = 0, mask = 0;
+        for (int v = 0; v < e->nunits && v < MAXU; v++) {
+            if (before[v] && !e->units[v].grad && S->nfree < 4 * MAXU) {
+                S->free_unit[S->nfree] = v;
+                S->free_t[S->nfree++] = t;
+            }
+            if (S->announced[v] == e->units[v].nparams && e->units[v].grad)
+                live++, mask |= 1 << v;
         }
+        if (live > 1 && !S->live_bad) {
+            S->live_bad = live;
+            S->live_param = p->index;
+            S->live_mask = mask;
+        }
+    }
     return rc;
 }
 
@@ -332,6 +431,8 @@ static int grader_step(case29 *c, zero_engine *e, rl_data *data, int s, rl_batch
     if (rc)
         return rc;
     int z1 = c->stage == ZERO_STAGE1;
+    if (z1 && S->local)
+        rl_tensor_to_f32(e->flat_grad, S->local, e->flat_numel);
     *what = z1 ? "zero1_reduce_scatter_grads" : "zero_finalize_grads";
     rl_clear_error(ctx);
     rl_set_tag(ctx, RL_TAG_CHUNK, TAG_REDUCE);
@@ -339,6 +440,9 @@ static int grader_step(case29 *c, zero_engine *e, rl_data *data, int s, rl_batch
     rl_set_tag(ctx, RL_TAG_CHUNK, -1);
     S->t_red = rl_stream_time(ctx, RL_STREAM_COMPUTE);
     S->red_rc = rc;
+    S->mem_red = *rl_ctx_mem(ctx);
+    if (z1 && S->rest && !rc)
+        rl_tensor_to_f32(e->flat_grad, S->rest, e->flat_numel);
     if (rc) {
         rl_grade_text b = { 0 };
         rl_grade_text_add(&b, "%s", rl_last_error(ctx));
@@ -388,8 +492,29 @@ static void note_engine(rank_log *L, const zero_engine *e, const rl_model *m)
     L->flat_numel = e->flat_numel;
 }
 
+/* The grader's own check of zero3_free (stage 3): gather unit u and free it at once, while
+ * its all-gather may still be in flight; zero.h: zero3_free waits for it first. A view of
+ * `full` keeps its storage alive whatever the code under test does, so a free that does not
+ * wait cannot corrupt memory here; the compute time after the free is compared with the
+ * gather's end on the trace. */
+static int free_in_flight(zero_engine *e, rank_log *L, int u)
+{
+    rl_ctx *ctx = e->ctx;
+    rl_set_tag(ctx, RL_TAG_CHUNK, TAG_FREE);
+    int rc = zero3_gather(e, u);
+    rl_set_tag(ctx, RL_TAG_CHUNK, -1);
+    rl_tensor *keep = !rc && e->units[u].full ? rl_tensor_slice(e->units[u].full, 0, 1) : NULL;
+    if (!rc)
+        rc = zero3_free(e, u);
+    L->free_t = rl_stream_time(ctx, RL_STREAM_COMPUTE);
+    rl_comm_drain(ctx, 1.0 * rl_grade_time_scale());
+    rl_tensor_free(keep);
+    return rc;
+}
+
 /* One rank of a case: the model, the engine, the harness's wrappers, the steps, then this
- * rank's copy of the parameters. Errors are noted in the rank's log, never fatal here. */
+ * rank's copy of the parameters. Errors are noted in the rank's log; the rank then returns
+ * its error, so that the run ends with it. */
 static int train_rank(rl_ctx *ctx, void *arg)
 {
     case29 *c = arg;
@@ -401,7 +526,7 @@ static int train_rank(rl_ctx *ctx, void *arg)
         note_err(&L->r, ctx, RL_ERR_ARG, "the grader's model");
         rl_data_free(data);
         rl_model_free(m);
-        return 0;
+        return L->r.rc;
     }
     zero_config zc;
     memset(&zc, 0, sizeof zc);
@@ -419,7 +544,7 @@ static int train_rank(rl_ctx *ctx, void *arg)
                  "zero_engine_new");
         rl_data_free(data);
         rl_model_free(m);
-        return 0;
+        return L->r.rc;
     }
     note_engine(L, e, m);
     if (c->ready_window > 1)
@@ -436,8 +561,13 @@ static int train_rank(rl_ctx *ctx, void *arg)
     m->unit_arg = e;
     if (L->hook)
         m->hook = w_hook;
-    for (int s = 0; s < c->steps; s++)
+    for (int s = 0; s < c->steps; s++) {
         L->st[s].grad = calloc((size_t)(e->shard_numel > 0 ? e->shard_numel : 1), sizeof(float));
+        if (c->snap_rest && e->flat_grad) {
+            L->st[s].local = calloc((size_t)e->flat_numel, sizeof(float));
+            L->st[s].rest = calloc((size_t)e->flat_numel, sizeof(float));
+        }
+    }
     rl_batch batch;
     memset(&batch, 0, sizeof batch);
     for (int s = 0; s < c->steps && !L->r.rc; s++) {
@@ -454,10 +584,13 @@ static int train_rank(rl_ctx *ctx, void *arg)
         if (c->stop_after_reduce)
             break;
     }
+    if (!L->r.rc && c->free_check && e->param_shard) {
+        int rc = free_in_flight(e, L, e->nunits - 1);
+        if (rc)
+            note_err(&L->r, ctx, rc, "zero3_gather + zero3_free of a unit whose all-gather is still in flight");
+    }
     /* this rank's copy of the parameters */
     float *out = L->params;
-    for (int64_t k = 0; k < c->psi; k++)
-        out[k] = NAN;
     if (!L->r.rc && !c->stop_after_reduce) {
         int64_t off = 0;
         for (int i = 0; i < m->nparams; i++) {
@@ -465,12 +598,15 @@ static int train_rank(rl_ctx *ctx, void *arg)
             zero_unit *U = &e->units[e->unit_of_param[i]];
             if (e->flat_param) {
                 rl_tensor_to_f32(p->value, out + off, p->numel);
+                memset(L->held + off, 1, (size_t)p->numel);
             } else {
                 /* stage 3 / HSDP: the elements of this rank's piece of p's unit */
                 int64_t lo = (int64_t)e->rank * U->shard, pos = e->offset_in_unit[i];
                 for (int64_t k = 0; k < p->numel; k++)
-                    if (pos + k >= lo && pos + k < lo + U->shard)
+                    if (pos + k >= lo && pos + k < lo + U->shard) {
                         out[off + k] = rl_tensor_get(e->param_shard, U->shard_off + pos + k - lo);
+                        L->held[off + k] = 1;
+                    }
             }
             off += p->numel;
         }
@@ -485,7 +621,7 @@ static int train_rank(rl_ctx *ctx, void *arg)
     zero_engine_free(e);
     rl_data_free(data);
     rl_model_free(m);
-    return 0;
+    return L->r.rc;
 }
 
 /* Frees a case and everything its run left. */
@@ -493,9 +629,12 @@ static void case_free(case29 *c)
 {
     for (int r = 0; r < MAXR; r++) {
         free(c->rk[r].params);
+        free(c->rk[r].held);
         free(c->rk[r].r.err);
         for (int s = 0; s < MAXS; s++) {
             free(c->rk[r].st[s].grad);
+            free(c->rk[r].st[s].local);
+            free(c->rk[r].st[s].rest);
             free(c->rk[r].st[s].red_err);
         }
     }
@@ -517,9 +656,15 @@ static void case_launch(case29 *c)
     c->psi = rl_model_numel(m);
     rl_model_free(m);
     rl_ctx_free_standalone(ctx);
-    for (int r = 0; r < c->ranks; r++)
-        c->rk[r].params = malloc((size_t)c->psi * sizeof(float));
+    for (int r = 0; r < c->ranks; r++) {
+        c->rk[r].params = calloc((size_t)c->psi + 1, sizeof(float));
+        c->rk[r].held = calloc((size_t)c->psi + 1, 1);
+    }
     cur = c;
+    note_crash("none yet: the crash came while the grader ran %s. A crash in a run usually means a buffer freed "
+               "while a collective still reads or writes it (a bucket or gathered unit freed before rl_wait on its "
+               "work), or a work handle used after rl_wait released it (wait once, then set the field to NULL)",
+               c->text);
     rl_opts o = grade_opts(c->ranks, c->hw);
     c->launch_rc = rl_launch(&o, train_rank, c, &c->trace);
 }
@@ -530,9 +675,14 @@ static void case_run(case29 *c)
     case_launch(c);
     rl_grade_text what = { 0 };
     case_text(&what, c);
+    const rank_res *rr[MAXR] = { 0 };
     for (int r = 0; r < c->ranks; r++)
-        if (c->rk[r].r.rc)
-            ck_abort_msg("%s, rank %d: %s", rl_grade_text_str(&what), r, c->rk[r].r.err ? c->rk[r].r.err : "(no message)");
+        rr[r] = &c->rk[r].r;
+    if (first_error(rr, c->ranks) >= 0) {
+        rl_grade_text msg = { 0 };
+        failure_text(&msg, rl_grade_text_str(&what), rr, c->ranks, c->launch_rc);
+        ck_abort_msg("%s", rl_grade_text_str(&msg));
+    }
     if (c->launch_rc == RL_ERR_HANG)
         ck_abort_msg("%s never finished: the watchdog found a collective that never completed (every rank must "
                      "issue the same collectives in the same order). The report is below.", rl_grade_text_str(&what));
@@ -677,31 +827,44 @@ static void ref_free(ref29 *r)
 static void check_params(const case29 *c, const ref29 *ref, const char *what)
 {
     double lr = c->lr, loose = 3 * lr * c->steps;
-    int64_t held = 0, k_bad = -1, nbad = 0;
-    int r_bad = -1;
+    int64_t held = 0, k_bad = -1, nbad = 0, nnan = 0, k_nan = -1;
+    int r_bad = -1, r_nan = -1;
     const rank_log *L0 = &c->rk[0];
     for (int64_t k = 0; k < c->psi; k++) {
         int any = 0;
         for (int r = 0; r < c->ranks; r++) {
-            float v = c->rk[r].params[k];
-            if (isnan(v))
+            if (!c->rk[r].held[k])
                 continue;
+            float v = c->rk[r].params[k];
             any = 1;
+            if (!isfinite(v)) {
+                if (!nnan++)
+                    k_nan = k, r_nan = r;
+                continue;
+            }
             double d = fabs(v - ref->params[k]);
             if (!(d <= bf16_step(ref->params[k]) + loose) && !nbad++)
                 k_bad = k, r_bad = r;
         }
         held += any;
     }
+    if (nnan)
+        ck_abort_msg("%s: after %d steps %lld parameter values (counting every rank's copy) are not finite numbers "
+                     "(NaN or inf); first: element %lld (registration order) on rank %d = %g, baseline %.6g. Garbage "
+                     "of this kind comes from a buffer a collective was still using: a gradient bucket freed (or "
+                     "reused) before its reduce-scatter completed, or a result read before rl_wait on its work (a "
+                     "handle dropped without waiting)", what, c->steps, (long long)nnan, (long long)k_nan, r_nan,
+                     c->rk[r_nan].params[k_nan], ref->params[k_nan]);
     if (nbad)
         ck_abort_msg("%s: after %d steps %lld parameter values (counting every rank's copy) differ from the "
                      "DDP+AdamW baseline by more than AdamW could move them (one bf16 step + 3 x lr per step); "
                      "first: element %lld (registration order) on rank %d = %.6g, baseline %.6g (lr %g). Common "
                      "causes: a skipped all-gather of the updated parameters, a wrong piece offset, a stale gathered "
                      "unit, a reduce-scatter launched before its unit's gradients were all ready, gradients of two "
-                     "units mixed up", what, c->steps, (long long)nbad, (long long)k_bad, r_bad,
-                     c->rk[r_bad].params[k_bad], ref->params[k_bad], lr);
-    ck_assert_msg(held == c->psi, "%s: only %lld of the %lld parameters are held by any rank after the run", what,
+                     "units mixed up, the AdamW step counter (e->step: once per zero_shard_adamw, its bias "
+                     "correction depends on it) advanced more or less than once per step", what, c->steps,
+                     (long long)nbad, (long long)k_bad, r_bad, c->rk[r_bad].params[k_bad], ref->params[k_bad], lr);
+    ck_assert_msg(held == c->psi, "%s: the ranks' pieces cover only %lld of the %lld parameters after the run", what,
                   (long long)held, (long long)c->psi);
     /* per rank and unit: the distance to the baseline against how far the steps moved the unit */
     for (int r = 0; r < c->ranks; r++)
@@ -711,7 +874,7 @@ static void check_params(const case29 *c, const ref29 *ref, const char *what)
             int64_t cnt = 0;
             for (int64_t k = U->start; k < U->start + U->numel; k++) {
                 float v = c->rk[r].params[k];
-                if (isnan(v))
+                if (!c->rk[r].held[k])
                     continue;
                 double d = v - ref->params[k], mv = ref->params[k] - ref->init[k];
                 d2 += d * d;
@@ -727,7 +890,9 @@ static void check_params(const case29 *c, const ref29 *ref, const char *what)
                           "movement %.4g); a correct sharded run stays within a few %% (different but correct "
                           "roundings only). Common causes: a skipped all-gather of the updated parameters, a wrong "
                           "piece offset, a stale gathered unit, a reduce-scatter launched before its unit's gradients "
-                          "were all ready", what, c->steps, r, u, (long long)cnt, 100 * ratio, sqrt(d2), sqrt(m2));
+                          "were all ready, the AdamW step counter (e->step: once per zero_shard_adamw, its bias "
+                          "correction depends on it) advanced more or less than once per step", what, c->steps, r, u,
+                          (long long)cnt, 100 * ratio, sqrt(d2), sqrt(m2));
         }
 }
 
@@ -743,50 +908,103 @@ static void check_params(const case29 *c, const ref29 *ref, const char *what)
  * inside AdamW, which is nearly scale-invariant. */
 static void check_grads(const case29 *c, const ref29 *ref, const char *what)
 {
+    /* step 0 on every rank first (the same parameters everywhere: the reduction alone), then the later steps */
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < c->ranks; r++) {
+            const rank_log *L = &c->rk[r];
+            for (int s = pass; s < (pass ? c->steps : 1); s++) {
+                const step_log *S = &L->st[s];
+                for (int u = 0; u < L->nunits; u++) {
+                    const unit_info *U = &L->u[u];
+                    double d2 = 0, r2 = 0, g2 = 0;
+                    int64_t nbad = 0, j_bad = -1;
+                    for (int64_t j = 0; j < U->shard; j++) {
+                        int64_t pos = (int64_t)L->rank * U->shard + j;
+                        double want = 0, mag = 0, got = S->grad[U->shard_off + j];
+                        if (pos < U->numel) {
+                            want = ref->mean[s][U->start + pos];
+                            mag = ref->mag[s][U->start + pos];
+                        }
+                        d2 += (got - want) * (got - want);
+                        r2 += want * want;
+                        g2 += got * got;
+                        double tol = (ref->groups > 1 ? 3 : 2) * bf16_step(mag > fabs(want) ? mag : want);
+                        if (s == 0 && !(fabs(got - want) <= tol) && !nbad++)
+                            j_bad = j;
+                    }
+                    double ratio = r2 > 0 ? sqrt(g2 / r2) : 0.0;
+                    if (nbad) {
+                        int64_t pos = (int64_t)L->rank * U->shard + j_bad;
+                        ck_abort_msg("%s: rank %d (piece %d of %d), unit %d, step 0: %lld of the %lld reduced "
+                                     "gradient values differ from the mean over the %d data-parallel ranks by more "
+                                     "than %d bf16 steps; first: element %lld of the unit%s = %.6g, mean %.6g (the "
+                                     "unit's piece of this rank starts at element %lld = rank x shard). The norm of "
+                                     "the piece is %.4g, the mean's %.4g (ratio %.3g). Common causes: the sum not "
+                                     "divided by the data-parallel size (or divided twice: RL_AVG and a scale), "
+                                     "divided by the shard group instead of every replica, the wrong piece (offset), "
+                                     "a reduce-scatter of an incomplete bucket, a bucket freed or a result read "
+                                     "before its collective completed", what, r, L->rank, L->n, u, (long long)nbad,
+                                     (long long)U->shard, c->ranks, ref->groups > 1 ? 3 : 2, (long long)pos,
+                                     pos >= U->numel ? " (padding)" : "", S->grad[U->shard_off + j_bad],
+                                     pos < U->numel ? ref->mean[s][U->start + pos] : 0.0f,
+                                     (long long)((int64_t)L->rank * U->shard), sqrt(g2), sqrt(r2), ratio);
+                    }
+                    if (sqrt(d2) <= 0.02 * sqrt(r2) + 1e-12)
+                        continue;
+                    const char *why =
+                        s == 0 ? "the reduction itself is off"
+                        : ratio > 1.15 ? "the piece is larger than the mean while step 0's pieces matched it on every "
+                                         "rank: a gradient that grows from step to step is accumulated from an "
+                                         "earlier step (a bucket or buffer reused without being zeroed)"
+                        : ratio < 0.85 ? "the piece is smaller than the mean while step 0's pieces matched it on "
+                                         "every rank: contributions missing from the sum in later steps (a bucket "
+                                         "reduce-scattered before all its gradients were written, a stale piece)"
+                                       : "the piece has the mean's size but not its values, while step 0's pieces "
+                                         "matched the mean on every rank: the reduction is right, but the parameters "
+                                         "this step's gradients were computed from already differ from the "
+                                         "baseline's — the ranks' copies diverged in an earlier step (a skipped or "
+                                         "wrong all-gather of the updated parameters, AdamW on the wrong piece or "
+                                         "skipping a unit, the AdamW step counter advanced more or less than once "
+                                         "per step, a stale gathered unit in ZeRO-3); the parameter test shows where";
+                    ck_abort_msg("%s: rank %d (piece %d of %d), unit %d, step %d: the reduced gradient piece is %.3g%% "
+                                 "away (L2) from the mean over the %d data-parallel ranks (norms: got %.4g, mean %.4g, "
+                                 "ratio %.3g): %s", what, r, L->rank, L->n, u, s,
+                                 r2 > 0 ? 100 * sqrt(d2 / r2) : 100.0, c->ranks, sqrt(g2), sqrt(r2), ratio, why);
+                }
+            }
+        }
+}
+
+/* ZeRO-1: the rest of flat_grad after the reduction (the other ranks' pieces) is left as
+ * it is — this rank's own gradients — or divided by N where the gradients were divided
+ * before the reduce-scatter (zero.h); this rank's piece is checked against the mean. */
+static void check_rest(const case29 *c, const char *what)
+{
     for (int r = 0; r < c->ranks; r++) {
         const rank_log *L = &c->rk[r];
         for (int s = 0; s < c->steps; s++) {
             const step_log *S = &L->st[s];
+            if (!S->local || !S->rest)
+                continue;
             for (int u = 0; u < L->nunits; u++) {
                 const unit_info *U = &L->u[u];
-                double d2 = 0, r2 = 0, g2 = 0;
-                int64_t nbad = 0, j_bad = -1;
-                for (int64_t j = 0; j < U->shard; j++) {
-                    int64_t pos = (int64_t)L->rank * U->shard + j;
-                    double want = 0, mag = 0, got = S->grad[U->shard_off + j];
-                    if (pos < U->numel) {
-                        want = ref->mean[s][U->start + pos];
-                        mag = ref->mag[s][U->start + pos];
-                    }
-                    d2 += (got - want) * (got - want);
-                    r2 += want * want;
-                    g2 += got * got;
-                    double tol = (ref->groups > 1 ? 3 : 2) * bf16_step(mag > fabs(want) ? mag : want);
-                    if (s == 0 && !(fabs(got - want) <= tol) && !nbad++)
+                int64_t lo = (int64_t)L->rank * U->shard, nbad = 0, j_bad = -1;
+                for (int64_t j = 0; j < U->padded; j++) {
+                    if (j >= lo && j < lo + U->shard)
+                        continue;
+                    double mine = S->local[U->flat_off + j], got = S->rest[U->flat_off + j];
+                    double div = mine / L->n;
+                    if (!(got == mine || fabs(got - div) <= bf16_step(div)) && !nbad++)
                         j_bad = j;
                 }
-                if (nbad) {
-                    int64_t pos = (int64_t)L->rank * U->shard + j_bad;
-                    ck_abort_msg("%s: rank %d (piece %d of %d), unit %d, step 0: %lld of the %lld reduced gradient "
-                                 "values differ from the mean over the %d data-parallel ranks by more than %d bf16 "
-                                 "steps; first: element %lld of the unit%s = %.6g, mean %.6g (the unit's piece of this "
-                                 "rank starts at element %lld = rank x shard). The norm of the piece is %.4g, the "
-                                 "mean's %.4g (ratio %.3g). Common causes: the sum not divided by the "
-                                 "data-parallel size (or divided twice: RL_AVG and a scale), divided by the shard "
-                                 "group instead of every replica, the wrong piece (offset), a reduce-scatter of an "
-                                 "incomplete bucket", what, r, L->rank, L->n, u, (long long)nbad,
-                                 (long long)U->shard, c->ranks, ref->groups > 1 ? 3 : 2, (long long)pos, pos >= U->numel ? " (padding)" : "",
-                                 S->grad[U->shard_off + j_bad],
-                                 pos < U->numel ? ref->mean[s][U->start + pos] : 0.0f,
-                                 (long long)((int64_t)L->rank * U->shard), sqrt(g2), sqrt(r2),
-                                 r2 > 0 ? sqrt(g2 / r2) : 0.0);
-                }
-                if (!(sqrt(d2) <= 0.02 * sqrt(r2) + 1e-12))
-                    ck_abort_msg("%s: rank %d (piece %d of %d), unit %d, step %d: the reduced gradient piece is %.3g%% "
-                                 "away (L2) from the mean over the %d data-parallel ranks (norms: got %.4g, mean %.4g). "
-                                 "A gradient that grows from step to step is accumulated from an earlier step (a "
-                                 "bucket or buffer reused without being zeroed)", what, r, L->rank, L->n, u, s,
-                                 r2 > 0 ? 100 * sqrt(d2 / r2) : 100.0, c->ranks, sqrt(g2), sqrt(r2));
+                ck_assert_msg(!nbad,
+                              "%s: rank %d, unit %d, step %d: after zero1_reduce_scatter_grads %lld values of "
+                              "flat_grad outside this rank's piece changed; first: element %lld of the unit = %.6g, "
+                              "this rank's own gradient there %.6g (zero.h: \"the rest of flat_grad is left as it "
+                              "is\" — or divided by N when each rank divides its gradients before the "
+                              "reduce-scatter). The reduce-scatter's result goes into this rank's piece only",
+                              what, r, u, s, (long long)nbad, (long long)j_bad, S->rest[U->flat_off + j_bad],
+                              S->local[U->flat_off + j_bad]);
             }
         }
     }
@@ -892,11 +1110,15 @@ static void check_mem(double psi, int n, zero_stage st, double k, int group)
     zero_mem got;
     memset(&got, 0, sizeof got);
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
+    note_crash("none yet: the crash came in zero_bytes_per_rank(psi=%g, n=%d, %s, k=%g, group=%d)", psi, n,
+               zero_stage_name(st), k, group);
     int rc = zero_bytes_per_rank(ctx, psi, n, st, k, group, &got);
     if (rc)
-        ck_abort_msg("zero_bytes_per_rank(psi=%g, n=%d, %s, k=%g, group=%d) returned %d (%s): %s", psi, n,
-                     zero_stage_name(st), k, group, rc, rl_status_name(rc), rl_last_error(ctx)[0] ? rl_last_error(ctx)
-                                                                                                    : "(no message)");
+        ck_abort_msg("zero_bytes_per_rank(psi=%g, n=%d, %s, k=%g, group=%d) returned %d (%s): %s%s", psi, n,
+                     zero_stage_name(st), k, group, rc, rl_status_name(rc),
+                     rl_last_error(ctx)[0] ? rl_last_error(ctx) : "(no message)",
+                     st != ZERO_HSDP ? ". The group is read by hsdp only: the other stages ignore it, whatever its "
+                     "value (zero.h)" : k < 0 ? ". A negative k is not an error: like 0 it means K = 12 (zero.h)" : "");
     rl_ctx_free_standalone(ctx);
     double kk = k > 0 ? k : 12, want = 0;
     if (psi > 0) { /* the cost model wants Ψ > 0; Ψ = 0 is 0 bytes */
@@ -908,6 +1130,11 @@ static void check_mem(double psi, int n, zero_stage st, double k, int group)
     double p, g, o;
     formula(psi, n, st, kk, group, &p, &g, &o);
     double tol = 1e-9 * want + 1e-6;
+    if (k > 0 && k < 1 && fabs(got.total - want) > tol)
+        ck_abort_msg("Ψ = %g parameters, N = %d, %s, k = %g: total %.6g bytes; with K = %g the cost model says %.6g. "
+                     "Only k <= 0 means the default 12 (zero.h: \"k <= 0 means 12\"); any k > 0, also one below "
+                     "1, is the number of optimizer bytes per parameter", psi, n, zero_stage_name(st), k, got.total,
+                     kk, want);
     ck_assert_msg(fabs(got.total - want) <= tol,
                   "Ψ = %g parameters, N = %d, %s, k = %g (K = %g)%s: total %.6g bytes; the cost model (calc.h) says "
                   "%.6g bytes (%.4g GB)%s", psi, n, zero_stage_name(st), k, kk, st == ZERO_HSDP ? " (hsdp group)" : "",
@@ -946,17 +1173,20 @@ START_TEST(t_mem_sizes)
         check_mem(1.3e9, 3, (zero_stage)st, 16, 0);
         check_mem(0, 8, (zero_stage)st, 8, 0);
         check_mem(7e9, 8, (zero_stage)st, -1, 0); /* k <= 0: the default K = 12 */
+        check_mem(2e9, 4, (zero_stage)st, 0.5, 0); /* 0 < k < 1 is a K like any other */
     }
     rl_rng g = rl_grade_rng(1);
     rl_grade_text cases = { 0 };
-    double ks[] = { 8, 12, 16, 0, -1, 10.5 };
+    double ks[] = { 8, 12, 16, 0, -1, 10.5, 0.25, -1e9 };
     for (int i = 0; i < 24; i++) {
         double psi = floor(pow(10, 3 + 9 * rl_rng_uniform(&g)));
         int n = rl_grade_pick(&g, 1, 2048);
-        double k = ks[rl_grade_pick(&g, 0, 5)];
+        double k = ks[rl_grade_pick(&g, 0, 7)];
         zero_stage st = (zero_stage)rl_grade_pick(&g, ZERO_DDP, ZERO_STAGE3);
-        int group = rl_grade_pick(&g, 0, 3); /* ignored outside hsdp, even when it does not divide n */
-        rl_grade_text_add(&cases, "%sΨ=%.0f n=%d %s k=%g", i ? "; " : "", psi, n, zero_stage_name(st), k);
+        /* ignored outside hsdp, even when it does not divide n, is negative or larger than n */
+        int group = rl_grade_pick(&g, -3, 3) + (i % 4 == 3 ? n : 0);
+        rl_grade_text_add(&cases, "%sΨ=%.0f n=%d %s k=%g group=%d", i ? "; " : "", psi, n, zero_stage_name(st), k,
+                          group);
         check_mem(psi, n, st, k, group);
     }
     printf("cases: %s\n", rl_grade_text_str(&cases));
@@ -1015,33 +1245,70 @@ START_TEST(t_mem_bad_input)
         { 7e9, 8, ZERO_HSDP, 12, 0, "hsdp group 0" },
         { 7e9, 8, ZERO_STAGE1, NAN, 0, "k = NaN" },
         { 7e9, 8, ZERO_STAGE1, INFINITY, 0, "k = +inf" },
+        { 7e9, 8, ZERO_STAGE2, -INFINITY, 0, "k = -inf" },
     };
-    printf("cases: n=%d; hsdp on %d ranks: group %d (not a divisor), %d, -%d\n", nneg, n, nd, 2 * n, d);
+    int gneg = -rl_grade_pick(&g, 1, 8), gbig = n * rl_grade_pick(&g, 2, 4) + rl_grade_pick(&g, 0, 1);
+    printf("cases: n=%d; hsdp on %d ranks: group %d (not a divisor), %d, -%d; ignored outside hsdp: groups %d, %d, "
+           "%d\n", nneg, n, nd, 2 * n, d, nd, gneg, gbig);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        note_crash("none yet: the crash came in zero_bytes_per_rank with %s (to be refused with RL_ERR_ARG)",
+                   bad[i].what);
         int rc = zero_bytes_per_rank(ctx, bad[i].psi, bad[i].n, (zero_stage)bad[i].st, bad[i].k, bad[i].group, &out);
         ck_assert_msg(rc == RL_ERR_ARG, "zero_bytes_per_rank with %s must be refused with RL_ERR_ARG (got %d, %s)%s",
                       bad[i].what, rc, rl_status_name(rc),
                       bad[i].k != bad[i].k || isinf(bad[i].k) ? ": zero.h says k <= 0 means 12, and a NaN or "
-                      "infinite k is refused like a NaN psi" : "");
+                      "infinite k (+inf or -inf) is refused like a NaN psi — check k before giving it the default"
+                      : "");
     }
+    note_crash("none yet: the crash came in zero_bytes_per_rank(7e9, 8, zero1, 12, 0, out = NULL): a NULL out is "
+               "refused with RL_ERR_ARG before anything is written");
     ck_assert_msg(zero_bytes_per_rank(ctx, 7e9, 8, ZERO_STAGE1, 12, 0, NULL) == RL_ERR_ARG,
                   "zero_bytes_per_rank with out = NULL must be refused with RL_ERR_ARG");
-    /* the group is ignored outside hsdp */
-    for (int st = ZERO_DDP; st <= ZERO_STAGE3; st++) {
-        int rc = zero_bytes_per_rank(ctx, 7e9, n, (zero_stage)st, 12, nd, &out);
-        ck_assert_msg(rc == 0, "zero_bytes_per_rank(7e9, n=%d, %s, group=%d) returned %d (%s): the group is only "
-                      "read by hsdp (zero.h: \"ignored by the other stages\")", n, zero_stage_name((zero_stage)st),
-                      nd, rc, rl_status_name(rc));
-    }
+    /* the group is ignored outside hsdp: one that does not divide n, a negative one, one larger than n */
+    int ignored[3] = { nd, gneg, gbig };
+    for (int st = ZERO_DDP; st <= ZERO_STAGE3; st++)
+        for (int i = 0; i < 3; i++) {
+            note_crash("none yet: the crash came in zero_bytes_per_rank(7e9, n=%d, %s, 12, group=%d)", n,
+                       zero_stage_name((zero_stage)st), ignored[i]);
+            int rc = zero_bytes_per_rank(ctx, 7e9, n, (zero_stage)st, 12, ignored[i], &out);
+            ck_assert_msg(rc == 0, "zero_bytes_per_rank(7e9, n=%d, %s, group=%d) returned %d (%s): the group is "
+                          "only read by hsdp (zero.h: \"ignored by the other stages\"), whatever its value — "
+                          "negative, 0, larger than n or not a divisor", n, zero_stage_name((zero_stage)st),
+                          ignored[i], rc, rl_status_name(rc));
+        }
     rl_ctx_free_standalone(ctx);
 }
 END_TEST
 
 /* ================================================================== memory after and during the steps */
 
-/* Exact bytes the engine's buffers hold, and the bounds at the step's peak. */
+/* The activation bytes of the case's model on one micro-batch (a one-rank run here): what
+ * every rank's activation peak holds whatever the stage. */
+static int64_t model_act_bytes(const case29 *c)
+{
+    rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
+    rl_model *m = rl_model_new(ctx, &c->mc);
+    rl_data *data = rl_data_regression(ctx, c->mc.hidden, c->mc.out_dim, c->data_seed);
+    ck_assert(m && data);
+    rl_batch batch;
+    memset(&batch, 0, sizeof batch);
+    rl_mem_reset_peaks(rl_ctx_mem(ctx));
+    ck_assert(rl_data_get(data, ctx, 0, 0, c->mb, &batch) == 0);
+    ck_assert(rl_model_forward(m, &batch, NULL) == 0);
+    ck_assert(rl_model_backward(m, 1.0f) == 0);
+    int64_t act = rl_ctx_mem(ctx)->peak[RL_MEM_ACTIVATION];
+    rl_batch_free(&batch);
+    rl_data_free(data);
+    rl_model_free(m);
+    rl_ctx_free_standalone(ctx);
+    return act;
+}
+
+/* Exact bytes the engine's buffers hold, and the bounds at the step's peak; the other
+ * categories hold only the model's own activations (no staging copies anywhere). */
 static void check_memory(const case29 *c, const char *what)
 {
+    int64_t act = model_act_bytes(c);
     for (int r = 0; r < c->ranks; r++) {
         const rank_log *L = &c->rk[r];
         int64_t maxu = 0, maxpair = 0;
@@ -1104,6 +1371,20 @@ static void check_memory(const case29 *c, const char *what)
                               "plus the largest gathered unit (%lld bytes): a gathered unit is parameter memory "
                               "(zero.h: \"a new bf16 buffer ... (RL_MEM_PARAM)\")", what,
                               (long long)M->peak[RL_MEM_PARAM], s, r, (long long)(sh + 2 * maxu));
+            static const int extra[3] = { RL_MEM_ACTIVATION, RL_MEM_COMM, RL_MEM_OTHER };
+            for (int i = 0; i < 3; i++) {
+                int64_t allowed = extra[i] == RL_MEM_ACTIVATION ? act : 0;
+                ck_assert_msg(M->peak[extra[i]] <= allowed,
+                              "%s: %s memory peaked at %lld bytes in step %d on rank %d; %s%lld bytes. An extra "
+                              "buffer (a staging copy of a unit, a bucket or grad_shard around a collective) was "
+                              "charged to %s: no extra buffers at any step's peak, in any category — collectives "
+                              "work in place on the stage's own buffers (flat_grad, the buckets, grad_shard, the "
+                              "gathered units)", what, rl_mem_cat_name((rl_mem_cat)extra[i]),
+                              (long long)M->peak[extra[i]], s, r,
+                              extra[i] == RL_MEM_ACTIVATION ? "the model's own activations for this micro-batch are "
+                              : "this lab allocates no such memory: ", (long long)allowed,
+                              rl_mem_cat_name((rl_mem_cat)extra[i]));
+            }
             ck_assert_msg(M->peak[RL_MEM_OPTIM] == opt,
                           "%s: optimizer memory peaked at %lld bytes in step %d on rank %d; the fp32 master, m and v "
                           "of this rank's pieces are %lld bytes (12Ψ/N): no extra optimizer buffers", what,
@@ -1140,9 +1421,17 @@ static void check_traffic(const case29 *c, const char *what)
                     sent_rep += ring(x->kind, R, x->bytes);
                 if (x->kind == RL_COLL_REDUCE_SCATTER) {
                     n_rs++;
-                    int hook_u = x->tag >= 1000 && x->tag < 2000 ? x->tag - 1000 : -1;
+                    int hook_u = x->tag >= 1000 && x->tag < 1500 ? x->tag - 1000 : -1;
                     ck_assert_msg(x->on_shard, "%s, rank %d, step %d: a reduce-scatter ran outside the shard "
                                   "communicator", what, r, s);
+                    if (st >= ZERO_STAGE2 && x->tag >= 1500 && x->tag < 2000)
+                        ck_abort_msg("%s, rank %d, step %d: unit %d's reduce-scatter (%.0f bytes) was issued in a "
+                                     "grad-ready hook call for one of its parameters while others of its gradients "
+                                     "were still to be announced (zero.h: \"when the unit is complete (its count "
+                                     "reaches 0, in this call: not at a particular parameter) launch\") — backward "
+                                     "announces gradients in the order it makes them ready, not always in reverse "
+                                     "registration order", what, r, s,
+                                     x->tag - 1500, x->bytes);
                     if (st == ZERO_STAGE1)
                         ck_assert_msg(x->tag == TAG_REDUCE, "%s, rank %d, step %d: a reduce-scatter was issued in %s; "
                                       "ZeRO-1 reduce-scatters every unit's gradients after backward, in "
@@ -1250,8 +1539,8 @@ static void check_overlap(const case29 *c, const char *what, int check_idle)
                 early += v[i].vs < S->t_bwd;
                 rs_time += v[i].ve - v[i].vs;
                 last_end = v[i].ve > last_end ? v[i].ve : last_end;
-                if (v[i].tag >= 1000 && v[i].tag < 1000 + MAXU)
-                    rs_end[v[i].tag - 1000] = v[i].ve;
+                if (v[i].tag >= 1000 && v[i].tag < 2000 && (v[i].tag - 1000) % 500 < MAXU)
+                    rs_end[(v[i].tag - 1000) % 500] = v[i].ve;
             }
             free(v);
             ck_assert_msg(total == L->nunits && early >= total - 1,
@@ -1351,9 +1640,11 @@ END_TEST
 START_TEST(t_z1_grads)
 {
     case29 *a = random_case(2, ZERO_STAGE1, worlds_odd, 4, 0);
+    a->snap_rest = 1;
     const case29 *cs[1] = { a };
     print_cases(cs, 1);
     run_and_compare(a, a->ranks, 0, 1);
+    check_rest(a, a->text);
     case_free(a);
 }
 END_TEST
@@ -1445,6 +1736,68 @@ START_TEST(t_z2_overlap)
 }
 END_TEST
 
+/* The grad-ready hook's two duties, under gradients announced out of order: each unit's
+ * reduce-scatter issued in the call that announces its last gradient (the harness counts
+ * the calls), and after every call at most one completed unit still holding its bucket —
+ * the one launched last (zero.h: the bucket launched before is released in the hook). */
+static void check_hook(const case29 *c, const char *what)
+{
+    for (int r = 0; r < c->ranks; r++) {
+        const rank_log *L = &c->rk[r];
+        for (int s = 0; s < c->steps; s++) {
+            coll *v;
+            int nc = colls_of(c, r, s, &v), early = -1;
+            double bytes = 0;
+            for (int i = 0; i < nc; i++)
+                if (v[i].kind == RL_COLL_REDUCE_SCATTER && v[i].tag >= 1500 && v[i].tag < 2000 && early < 0)
+                    early = v[i].tag - 1500, bytes = v[i].bytes;
+            free(v);
+            ck_assert_msg(early < 0,
+                          "%s, rank %d, step %d: unit %d's reduce-scatter (%.0f bytes) was issued in a grad-ready "
+                          "hook call for one of its parameters while others of its gradients were still to be "
+                          "announced (zero.h: \"when the unit is complete (its count reaches 0, in this call: not "
+                          "at a particular parameter) launch\"): not at its first or last registered parameter — "
+                          "backward announces gradients in the order it makes them ready, not always in reverse "
+                          "registration order", what, r, s, early, bytes);
+            const step_log *S = &L->st[s];
+            if (S->live_bad) {
+                rl_grade_text units = { 0 };
+                for (int u = 0, k = 0; u < L->nunits; u++)
+                    if (S->live_mask & (1 << u))
+                        rl_grade_text_add(&units, "%s%d", k++ ? ", " : "", u);
+                ck_abort_msg("%s, rank %d, step %d: after the grad-ready hook of parameter %d returned, %d complete "
+                             "units still held their gradient buckets (units %s); expected at most one, the unit "
+                             "launched last. Each launch releases the bucket launched before it (e->last_reduced, "
+                             "whichever unit that was: zero.h \"wait for the previously launched unit's "
+                             "reduce-scatter ... and free that bucket\"), not the bucket of a neighbouring unit — "
+                             "units complete in the order backward makes their gradients ready", what, r, s,
+                             S->live_param, S->live_bad, rl_grade_text_str(&units));
+            }
+        }
+    }
+}
+
+START_TEST(t_z2_hook)
+{
+    rl_rng g = rl_grade_rng(7);
+    case29 *a = case_new(), *b = case_new();
+    case_random(a, &g, ZERO_STAGE2, worlds_odd[rl_grade_pick(&g, 0, 3)]);
+    a->ready_window = 6 * a->mc.layers + 2; /* every gradient announced at the end, in a random order */
+    a->ready_seed = (uint64_t)rl_grade_pick(&g, 1, 1000000);
+    case_random(b, &g, ZERO_STAGE2, worlds_odd[rl_grade_pick(&g, 0, 3)]);
+    b->ready_window = rl_grade_pick(&g, 4, 6 * b->mc.layers + 2);
+    b->ready_seed = (uint64_t)rl_grade_pick(&g, 1, 1000000);
+    const case29 *cs[2] = { a, b };
+    print_cases(cs, 2);
+    case_run(a);
+    check_hook(a, a->text);
+    case_run(b);
+    check_hook(b, b->text);
+    case_free(a);
+    case_free(b);
+}
+END_TEST
+
 /* Does msg name unit u (its index as a number of its own, or its model unit's name)? */
 static int names_unit(const char *msg, int u, const char *mname)
 {
@@ -1463,7 +1816,7 @@ static int names_unit(const char *msg, int u, const char *mname)
 START_TEST(t_z2_pending)
 {
     rl_rng g = rl_grade_rng(6);
-    case29 *c = case_new();
+    case29 *c = case_new(), *d = case_new();
     case_random(c, &g, ZERO_STAGE2, worlds_odd[rl_grade_pick(&g, 0, 3)]);
     c->steps = 1;
     c->stop_after_reduce = 1;
@@ -1471,14 +1824,27 @@ START_TEST(t_z2_pending)
     int mu = rl_grade_pick(&g, 0, c->mc.layers); /* head = layers */
     int first = 6 * mu, count = mu == c->mc.layers ? 2 : 6;
     c->drop_param = first + rl_grade_pick(&g, 0, count - 1);
-    rl_grade_text what = { 0 };
+    /* and a run in which one parameter is announced twice */
+    case_random(d, &g, ZERO_STAGE2, worlds_odd[rl_grade_pick(&g, 0, 3)]);
+    d->steps = 1;
+    d->stop_after_reduce = 1;
+    d->dup_param = rl_grade_pick(&g, 0, 6 * d->mc.layers + 1);
+    rl_grade_text what = { 0 }, what2 = { 0 };
     case_text(&what, c);
-    printf("cases: %s; the grad-ready hook of parameter %d (unit %d) never fires\n", rl_grade_text_str(&what), c->drop_param, mu);
+    case_text(&what2, d);
+    printf("cases: %s; the grad-ready hook of parameter %d (unit %d) never fires; %s; parameter %d is announced "
+           "twice\n", rl_grade_text_str(&what), c->drop_param, mu, rl_grade_text_str(&what2), d->dup_param);
     case_launch(c);
+    const rank_res *rr[MAXR] = { 0 };
+    for (int r = 0; r < c->ranks; r++)
+        rr[r] = &c->rk[r].r;
+    if (first_error(rr, c->ranks) >= 0) {
+        rl_grade_text msg = { 0 };
+        failure_text(&msg, rl_grade_text_str(&what), rr, c->ranks, c->launch_rc);
+        ck_abort_msg("%s", rl_grade_text_str(&msg));
+    }
     for (int r = 0; r < c->ranks; r++) {
         const rank_log *L = &c->rk[r];
-        if (L->r.rc)
-            ck_abort_msg("%s, rank %d: %s", rl_grade_text_str(&what), r, L->r.err ? L->r.err : "(no message)");
         ck_assert_msg(L->have_engine, "%s, rank %d: no engine", rl_grade_text_str(&what), r);
         int u = L->mu_unit[mu];
         const step_log *S = &L->st[0];
@@ -1497,11 +1863,32 @@ START_TEST(t_z2_pending)
                       "%s, rank %d: zero_finalize_grads refused (%d, %s) but its message does not name unit %d, the "
                       "one whose gradients never all arrived: \"%s\"", rl_grade_text_str(&what), r, S->red_rc,
                       rl_status_name(S->red_rc), u, S->red_err && S->red_err[0] ? S->red_err : "(no message)");
+        int64_t shard = 2 * L->shard_numel;
+        ck_assert_msg(S->mem_red.current[RL_MEM_GRAD] == shard,
+                      "%s, rank %d: after zero_finalize_grads refused, the rank holds %lld bytes of gradient memory; "
+                      "the gradient shard is %lld: finalize frees every bucket (waiting for any reduce-scatter "
+                      "still in flight) even when it returns the error (zero.h), so that nothing is left behind",
+                      rl_grade_text_str(&what), r, (long long)S->mem_red.current[RL_MEM_GRAD], (long long)shard);
     }
     ck_assert_msg(c->launch_rc == 0 || c->launch_rc == RL_ERR_ARG, "%s: the run ended with %s", rl_grade_text_str(&what),
                   rl_status_name(c->launch_rc));
+    /* a parameter announced twice: the hook (or finalize) must refuse */
+    case_launch(d);
+    for (int r = 0; r < d->ranks; r++) {
+        const rank_log *L = &d->rk[r];
+        int dmu = d->dup_param / 6 < d->mc.layers ? d->dup_param / 6 : d->mc.layers;
+        int u = L->have_engine ? L->mu_unit[dmu] : -1;
+        ck_assert_msg(L->r.rc != 0 || L->st[0].red_rc != 0,
+                      "%s, rank %d: parameter %d (unit %d) was announced to the grad-ready hook twice in one "
+                      "backward, and neither the hook nor zero_finalize_grads returned an error: a unit whose "
+                      "gradients arrive more often than it has parameters (its pending count below 0) is an "
+                      "error (zero.h), else its bucket may be reduce-scattered twice or before it is complete",
+                      rl_grade_text_str(&what2), r, d->dup_param, u);
+    }
     rl_grade_text_free(&what);
+    rl_grade_text_free(&what2);
     case_free(c);
+    case_free(d);
 }
 END_TEST
 
@@ -1545,6 +1932,29 @@ START_TEST(t_z3_grads)
 }
 END_TEST
 
+/* After the steps each rank gathered its last unit and freed it at once (free_in_flight):
+ * zero3_free must have waited for that all-gather (zero.h) — the compute stream's time after
+ * the free is not before the gather's end. */
+static void check_free_waits(const case29 *c, const char *what)
+{
+    for (int r = 0; r < c->ranks; r++) {
+        double end = -1;
+        for (size_t i = 0; i < c->trace->n; i++) {
+            const rl_trace_event *ev = &c->trace->ev[i];
+            if (ev->rank == r && ev->stream == RL_STREAM_COMM && ev->cat == RL_CAT_COMM &&
+                ev->tags[RL_TAG_CHUNK] == TAG_FREE && !strcmp(ev->name, "all_gather"))
+                end = ev->vend;
+        }
+        ck_assert_msg(end >= 0, "%s, rank %d: zero3_gather of a unit not gathered (after the steps) issued no "
+                      "all-gather", what, r);
+        ck_assert_msg(c->rk[r].free_t >= end - 1e-12,
+                      "%s, rank %d: zero3_free of a unit whose all-gather was still in flight returned at %.2f us, "
+                      "before that all-gather ended (%.2f us): it freed the buffer the all-gather was writing. "
+                      "zero3_free waits for the unit's gather first when one is in flight (zero.h), then detaches "
+                      "and frees `full`", what, r, c->rk[r].free_t * 1e6, end * 1e6);
+    }
+}
+
 START_TEST(t_z3_memory)
 {
     rl_rng g = rl_grade_rng(4);
@@ -1552,10 +1962,12 @@ START_TEST(t_z3_memory)
     case_random(a, &g, ZERO_STAGE3, worlds_odd[rl_grade_pick(&g, 0, 3)]);
     case_random(b, &g, ZERO_STAGE3, worlds_odd[rl_grade_pick(&g, 0, 3)]);
     b->fp = b->bp = 0;
+    a->free_check = 1;
     const case29 *cs[2] = { a, b };
     print_cases(cs, 2);
     case_run(a);
     check_memory(a, a->text);
+    check_free_waits(a, a->text);
     case_run(b);
     check_memory(b, b->text);
     case_free(a);
@@ -1686,6 +2098,28 @@ static void check_schedule(const case29 *c, const char *what)
                              "missing (a stale copy reused) or a prefetch in the wrong direction shows here",
                              what, r, s, rl_grade_text_str(&got), rl_grade_text_str(&want));
             }
+            /* a callback issuing the unit's own gather and a prefetch: the own one first, waited for alone */
+            for (int i = 0; i + 1 < nw; i++) {
+                if (w[i].kind != w[i + 1].kind || w[i].mu != w[i + 1].mu)
+                    continue;
+                double a = S->cb[w[i].mu][w[i].kind][0], b = S->cb[w[i].mu][w[i].kind][1];
+                for (size_t k = 0; k < c->trace->n; k++) {
+                    const rl_trace_event *ev = &c->trace->ev[k];
+                    if (ev->rank != r || ev->tags[RL_TAG_STEP] != s || ev->stream != RL_STREAM_COMPUTE ||
+                        ev->cat != RL_CAT_IDLE || !strstr(ev->name, "all_gather"))
+                        continue;
+                    ck_assert_msg(!(ev->vstart >= a - 1e-12 && ev->vstart <= b + 1e-12 &&
+                                    ev->vend >= ag[i + 1].ve - 1e-12),
+                                  "%s, rank %d, step %d: in the %s callback of model unit %d two all-gathers were "
+                                  "issued (unit %d's own and the prefetch of unit %d), and the compute stream waited "
+                                  "until the second of them ended (%.2f us; the first ended at %.2f us): the unit "
+                                  "needed now queued behind the prefetch, or the prefetch was waited for too. Issue "
+                                  "the current unit's gather first and wait for it alone; the prefetch of the unit "
+                                  "needed next goes after it (zero.h: \"the current unit's gather first\")", what, r,
+                                  s, cb_names[w[i].kind], w[i].mu, w[i].unit, w[i + 1].unit, ag[i + 1].ve * 1e6,
+                                  ag[i].ve * 1e6);
+                }
+            }
             for (int i = 0; i < nw; i++) {
                 const unit_info *U = &L->u[w[i].unit];
                 int kind = w[i].kind;
@@ -1747,6 +2181,32 @@ START_TEST(t_z3_prefetch)
     double e_pf = exposed(pf), e_none = exposed(none), e_fwd = exposed(fwd);
     printf("exposed comm on a100-pcie: with prefetch %.1f us, forward prefetch only %.1f us, without %.1f us\n",
            e_pf * 1e6, e_fwd * 1e6, e_none * 1e6);
+    /* the runs without (some) prefetch must not prefetch: else the comparison compares prefetch with itself */
+    const case29 *less[2] = { none, fwd };
+    for (int k = 0; k < 2; k++) {
+        coll *v;
+        int nc = colls_of(less[k], 0, 1, &v), extra = 0, mu_x = -1, kind_x = 0;
+        for (int i = 0; i < nc; i++) {
+            if (v[i].kind != RL_COLL_ALL_GATHER || v[i].tag < 1 || v[i].tag >= 1 + CB_N * 64)
+                continue;
+            int kind = (v[i].tag - 1) / 64, mu = (v[i].tag - 1) % 64;
+            int n_in = 0;
+            for (int j = 0; j < nc; j++)
+                n_in += v[j].kind == RL_COLL_ALL_GATHER && v[j].tag == v[i].tag;
+            int allowed = k == 1 && kind == CB_PRE_F ? 2 : 1; /* forward prefetch only: u and u+1 in forward */
+            if (n_in > allowed && mu_x < 0)
+                extra = n_in, mu_x = mu, kind_x = kind;
+        }
+        free(v);
+        ck_assert_msg(mu_x < 0,
+                      "ZeRO-3 on a100-pcie, %s: %d all-gathers were issued in the %s callback of model unit %d, so "
+                      "this run prefetched although its config says %s — the comparison of exposed comm (%.1f us "
+                      "with prefetch, %.1f us %s) means nothing then. zero3_pre_forward prefetches only when "
+                      "cfg.forward_prefetch is set, zero3_pre_backward only when cfg.backward_prefetch is",
+                      k == 0 ? "without prefetch" : "with forward prefetch only", extra, cb_names[kind_x], mu_x,
+                      k == 0 ? "forward_prefetch = backward_prefetch = 0" : "backward_prefetch = 0", e_pf * 1e6,
+                      (k == 0 ? e_none : e_fwd) * 1e6, k == 0 ? "without" : "with forward prefetch only");
+    }
     ck_assert_msg(e_none > 0 && e_pf <= 0.6 * e_none,
                   "ZeRO-3 on a100-pcie: exposed comm %.1f us with prefetch, %.1f us without; prefetching the unit "
                   "needed next (forward u+1, backward u-1) while the current one computes should hide at least 40%% "
@@ -1802,11 +2262,11 @@ static int mesh_rank(rl_ctx *ctx, void *arg)
             c->refused[w] = 1;
         else
             note_err(&c->r[w], ctx, rc, "hsdp_make_mesh");
-        return 0;
+        return c->r[w].rc;
     }
     if (!sh || !rep) {
         note_err(&c->r[w], ctx, RL_ERR_ARG, "hsdp_make_mesh (a NULL communicator)");
-        return 0;
+        return c->r[w].rc;
     }
     c->shard_size[w] = rl_comm_size(sh);
     c->shard_rank[w] = rl_comm_rank(sh);
@@ -1835,10 +2295,17 @@ static void check_mesh(int W, int G)
     mesh_case *c = calloc(1, sizeof *c);
     c->group = G;
     rl_opts o = grade_opts(W, W > 8 ? rl_hw_find("h100-2node-ib") : NULL);
+    note_crash("none yet: the crash came in hsdp_make_mesh(world of %d ranks, group %d)", W, G);
     int rc = rl_launch(&o, mesh_rank, c, NULL);
+    const rank_res *rr[MAXR] = { 0 };
     for (int w = 0; w < W; w++)
-        if (c->r[w].rc)
-            ck_abort_msg("hsdp_make_mesh(world %d, group %d), rank %d: %s", W, G, w, c->r[w].err);
+        rr[w] = &c->r[w];
+    if (first_error(rr, W) >= 0) {
+        rl_grade_text what = { 0 }, msg = { 0 };
+        rl_grade_text_add(&what, "hsdp_make_mesh(world %d, group %d)", W, G);
+        failure_text(&msg, rl_grade_text_str(&what), rr, W, rc);
+        ck_abort_msg("%s", rl_grade_text_str(&msg));
+    }
     ck_assert_msg(rc == 0, "hsdp_make_mesh(world %d, group %d): the run failed (%s)", W, G, rl_status_name(rc));
     for (int w = 0; w < W; w++) {
         ck_assert_msg(!c->refused[w], "hsdp_make_mesh refused world %d, group %d (a valid mesh) on rank %d", W, G, w);
@@ -1859,17 +2326,31 @@ static void check_mesh(int W, int G)
     mesh_free(c);
 }
 
-/* A group that does not divide the world: refused on every rank. */
+/* A group that does not divide the world: refused on every rank, before any split (the
+ * trace holds no comm_split: a split is a collective of the whole world, and what it made
+ * would be left behind). */
 static void check_mesh_refused(int W, int G)
 {
     mesh_case *c = calloc(1, sizeof *c);
     c->group = G;
     rl_opts o = grade_opts(W, W > 8 ? rl_hw_find("h100-2node-ib") : NULL);
-    rl_launch(&o, mesh_rank, c, NULL);
+    note_crash("none yet: the crash came in hsdp_make_mesh(world of %d ranks, group %d), a group to refuse with "
+               "RL_ERR_ARG before anything else (zero.h: \"group must divide the world size\")", W, G);
+    rl_trace *tr = NULL;
+    rl_launch(&o, mesh_rank, c, &tr);
     for (int w = 0; w < W; w++)
         ck_assert_msg(c->refused[w], "hsdp_make_mesh(world %d, group %d) must be refused with RL_ERR_ARG on every "
                       "rank (%d does not divide %d), before any split; rank %d %s", W, G, G, W, w,
                       c->r[w].rc ? c->r[w].err : "accepted it");
+    int splits = 0, r_split = -1;
+    for (size_t i = 0; tr && i < tr->n; i++)
+        if (tr->ev[i].stream == RL_STREAM_COMM && !strcmp(tr->ev[i].name, "comm_split") && !splits++)
+            r_split = tr->ev[i].rank;
+    rl_trace_free(tr);
+    ck_assert_msg(!splits, "hsdp_make_mesh(world %d, group %d) was refused, but the trace shows %d comm_split "
+                  "event(s) before it (the first on rank %d): a group that does not divide the world is refused before any "
+                  "split — each split is a collective of the whole world, and the communicators it made would be "
+                  "left behind", W, G, splits, r_split);
     mesh_free(c);
 }
 
@@ -1971,10 +2452,16 @@ START_TEST(t_hsdp_traffic)
     a->group = 2;
     a->hw = grade_hw_2x2();
     case29 *b = random_hsdp(3, 0);
-    const case29 *cs[2] = { a, b };
-    print_cases(cs, 2);
+    case29 *one = case_new(); /* G = W: one shard group, a replica communicator of one rank (R = 1) */
+    case_init(one, ZERO_HSDP, 4, 2);
+    one->mc.layers = 2;
+    one->mc.hidden = 40;
+    const case29 *cs[3] = { a, b, one };
+    print_cases(cs, 3);
     hsdp_traffic(a);
     hsdp_traffic(b);
+    hsdp_traffic(one);
+    case_free(one);
     if (!rl_grade_quick()) {
         case29 *big = case_new();
         case_init(big, ZERO_HSDP, 16, 2);
@@ -2070,6 +2557,7 @@ static const rl_grade_test tests29[] = {
     { "29.3", "gradient memory 2psi/N + buckets, no full buffer", 5, 40, &t_z2_grad_memory },
     { "29.3", "traffic from the trace: one reduce-scatter per unit, from the hook", 3, 40, &t_z2_traffic },
     { "29.3", "reduce-scatters overlap backward (exposed comm bounded)", 4, 40, &t_z2_overlap },
+    { "29.3", "the hook: launch at a unit's last gradient, release the bucket launched before", 3, 40, &t_z2_hook },
     { "29.3", "a unit whose gradients never all arrive fails finalize", 3, 40, &t_z2_pending },
     { "29.4", "parameters = baseline (per-block units, prefetch, out-of-order gradients)", 5, 40, &t_z3_params },
     { "29.4", "whole-model unit, no prefetch, odd ranks: same result", 4, 60, &t_z3_params_variants },

@@ -45,14 +45,17 @@ typedef struct zero_mem {
 } zero_mem;
 
 /* Per-rank model-state bytes of a model of psi parameters trained on n data-parallel
- * ranks with K optimizer bytes per parameter (k <= 0 means 12) under `stage`:
+ * ranks with K optimizer bytes per parameter (k <= 0 means 12; any k > 0, also one below 1,
+ * is K as it is) under `stage`:
  *   ddp   2Ψ + 2Ψ + KΨ             zero1  2Ψ + 2Ψ + KΨ/n
  *   zero2 2Ψ + 2Ψ/n + KΨ/n         zero3  (2 + 2 + K)Ψ/n
  *   hsdp  (2 + 2 + K)Ψ/G: FULL_SHARD inside groups of G = `group` ranks (group must divide n;
  *         ignored by the other stages).
  * ctx (may be NULL) receives error messages. Returns 0, or RL_ERR_ARG for psi < 0, a NaN or
- * infinite psi or k, n < 1, an unknown stage, out NULL, or (hsdp) a group that does not
- * divide n (group < 1 or > n included). A negative k is not an error: like 0 it means 12. */
+ * infinite psi or k (+inf or -inf: checked before k gets its default), n < 1, an unknown
+ * stage, out NULL, or (hsdp) a group that does not divide n (group < 1 included; a group > n
+ * never divides n) — in any order: every refusal is RL_ERR_ARG. A negative finite k is not an
+ * error: like 0 it means 12. The other stages ignore the group, whatever its value. */
 int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double k, int group, zero_mem *out);
 
 /* ================================================================== the sharded engine */
@@ -129,6 +132,11 @@ zero_engine *zero_engine_new(rl_model *m, rl_comm *world, const zero_config *cfg
 /* Frees the engine (waiting for anything in flight) and detaches it from the model. */
 void zero_engine_free(zero_engine *e);
 
+/* Slices and collectives: a slice (rl_tensor_slice) given to an RL_ASYNC collective may be
+ * freed right after the call — the collective works on the storage, which lives as long as
+ * the tensor it was sliced from. Never free that tensor (flat_grad, a bucket, `full`)
+ * before rl_wait on the work. */
+
 /* Points unit u's parameters (p->value) at views into `full` (a bf16 tensor of the unit's
  * `padded` elements), or detaches them (full NULL: the views are freed, p->value = NULL).
  * Free `full` yourself after detaching: the views keep its storage alive. Samples the
@@ -142,7 +150,8 @@ int zero_point_grads(zero_engine *e, int u, rl_tensor *bucket);
 /* Stage 1, after backward: reduce-scatter every unit's gradients IN PLACE in e->flat_grad,
  * so this rank's piece of each unit holds the MEAN over all ranks (sum ÷ data-parallel
  * size — summed then scaled, averaged by RL_AVG, or divided by N before: any of them); the
- * rest of flat_grad is left as it is. Returns 0 or an error. */
+ * rest of flat_grad (the other ranks' pieces) is not read afterwards: it is left as it is,
+ * or divided by N where the gradients were divided before. Returns 0 or an error. */
 int zero1_reduce_scatter_grads(zero_engine *e);
 /* Every stage: one AdamW step (e->step += 1) on this rank's pieces only: parameters (bf16),
  * reduced gradients (bf16), master, m and v (fp32) of each unit (rl_adamw_step on slices). */
@@ -160,16 +169,22 @@ int zero_all_gather_params(zero_engine *e);
 int zero_pre_backward(rl_unit *mu, void *arg);
 /* The grad-ready hook (stages 2, 3, HSDP), arg is the engine. Backward calls it once per
  * parameter, in the order it makes gradients ready — not always reverse registration order.
- * Count p off its unit; when the unit is complete launch the reduce-scatter of its bucket
- * into this rank's piece of e->grad_shard with RL_ASYNC; wait for the previously launched
- * unit's reduce-scatter (e->last_reduced, whichever unit it was) and free that bucket,
- * before or after launching this one (at most two buckets alive: no full gradient buffer). */
+ * Count p off its unit; when the unit is complete (its count reaches 0, in this call: not
+ * at a particular parameter) launch the reduce-scatter of its bucket into this rank's piece
+ * of e->grad_shard with RL_ASYNC; wait for the previously launched unit's reduce-scatter
+ * (e->last_reduced, whichever unit it was) and free that bucket, before or after launching
+ * this one (at most two buckets alive: no full gradient buffer). A unit whose gradients
+ * arrive more often than it has parameters (its count below 0) is an error. */
 int zero_grad_ready(rl_param *p, void *arg);
 /* After backward (stages 2, 3, HSDP): wait for every reduce-scatter still in flight, free
  * the buckets, [HSDP: all-reduce the pieces across e->replica_comm,] and turn the sums into
  * the mean over every data-parallel rank (n × the replicas; before or after the all-reduce).
- * Returns an error naming the unit when a unit's gradients did not all arrive in backward
- * (pending != 0). Resets the per-backward state. */
+ * Returns an error (any non-zero code; the reference uses RL_ERR_ARG) whose message names
+ * the unit — by index ("unit 3") or by its model unit's name ("block2") — when a unit's
+ * gradients did not all arrive in backward (pending != 0); even then it waits for and frees
+ * every bucket. Resets the per-backward state (also after that error). With a replica
+ * communicator of one rank (HSDP with group = world size) the all-reduce may be skipped;
+ * one all-reduce of grad_shard or one per unit's piece: the same bytes. */
 int zero_finalize_grads(zero_engine *e);
 
 /* ================================================================== 29.4 ZeRO-3 / FSDP */
@@ -180,12 +195,16 @@ int zero_finalize_grads(zero_engine *e);
 int zero3_gather(zero_engine *e, int u);
 /* Waits for unit u's all-gather (if one is in flight). */
 int zero3_wait(zero_engine *e, int u);
-/* Frees unit u's gathered parameters (detach, then free `full`); nothing to do if not gathered. */
+/* Frees unit u's gathered parameters: waits for its all-gather first if it is still in
+ * flight, then detaches and frees `full`; nothing to do if not gathered. */
 int zero3_free(zero_engine *e, int u);
 /* Unit callbacks (model unit mu, arg = the engine): gather a unit before its forward and
  * free it after; gather it again before its backward and free it after; prefetch the
- * next unit (forward u+1, backward u−1) on the comm stream when the config asks — issued
- * before or after waiting for the current unit's gather, never after its compute. */
+ * next unit (forward u+1, backward u−1) on the comm stream when the config asks (only
+ * then). Where a callback issues both, the current unit's gather first: the prefetch goes
+ * after it — before or after waiting for the current unit's gather, never after its
+ * compute — so that the unit needed now never queues behind the prefetch. Before a unit's
+ * backward the bucket (zero_pre_backward) may be made before or after its gather. */
 int zero3_pre_forward(rl_unit *mu, void *arg);
 int zero3_post_forward(rl_unit *mu, void *arg);
 int zero3_pre_backward(rl_unit *mu, void *arg);
@@ -195,7 +214,11 @@ int zero3_post_backward(rl_unit *mu, void *arg);
 
 /* The 2-D mesh of HYBRID_SHARD from rl_comm_split: world rank w is in shard group w / group
  * (ranks w − w % group .. +group−1, e.g. one node) at index w % group; *replica links the
- * ranks with the same index in every group. group must divide the world size. */
+ * ranks with the same index in every group, at index w / group. The key of a split only
+ * orders the ranks: any key increasing with the index wanted (w % group or w in the shard
+ * group, w / group or w in the replica one) will do. group = the world size gives a replica
+ * communicator of one rank. RL_ERR_ARG, before any split, when group does not divide the
+ * world size (group < 1 included). */
 int hsdp_make_mesh(rl_comm *world, int group, rl_comm **shard, rl_comm **replica);
 
 /* ================================================================== a training run */

@@ -1,0 +1,7 @@
+# Planted bug: a group larger than n is refused for every stage, although only HSDP reads
+# the group (zero.h: "ignored by the other stages").
+# step: 29.1
+# caught-by: bad input refused, group ignored outside hsdp
+/^    switch (stage) {$/i\
+    if (group > n)\
+        return rl_error(ctx, RL_ERR_ARG, "zero_bytes_per_rank: a group of %d is larger than the %d ranks", group, n);
