@@ -86,10 +86,13 @@ static rl_opts grade_opts(int n)
     return o;
 }
 
+/* What usually causes a run's mismatch or hang (rc), from what the run left in arg. */
+typedef const char *(*launch_advice)(const void *arg, int rc);
+
 /* Launches fn on n ranks (hw NULL: the default profile); on failure ends the test with the
- * most useful message; advice (may be NULL) is added when ranks issued different collectives. */
+ * most useful message; advice (may be NULL) says what usually causes a mismatch or a hang. */
 static void launch_or_fail_hw(int n, const rl_hw *hw, rl_rank_fn fn, void *arg, const rank_res *rr, rl_trace **tr,
-                              const char *what, const char *advice)
+                              const char *what, launch_advice advice)
 {
     rl_opts o = grade_opts(n);
     if (hw)
@@ -108,14 +111,16 @@ static void launch_or_fail_hw(int n, const rl_hw *hw, rl_rank_fn fn, void *arg, 
             }
     if (tr && rc && *tr)
         rl_trace_free(*tr), *tr = NULL;
+    const char *why = advice && (rc == RL_ERR_HANG || rc == RL_ERR_MISMATCH) ? advice(arg, rc) : NULL;
     if (rc == RL_ERR_HANG)
         ck_abort_msg("%s on %d ranks never finished: the watchdog found a collective or send/recv that never "
-                     "completed (an ungrouped ring of sends deadlocks: issue each step's send and recv between "
-                     "rl_group_start and rl_group_end). The report is below.", what, n);
+                     "completed (%s). The report is below.", what, n,
+                     why ? why : "an ungrouped ring of sends deadlocks: issue each step's send and recv between "
+                                 "rl_group_start and rl_group_end");
     if (rc == RL_ERR_MISMATCH)
         ck_abort_msg("%s on %d ranks failed: the ranks issued different operations at the same position (the "
                      "runtime's report is below). %s", what, n,
-                     advice ? advice : "Every rank must issue the same calls in the same order.");
+                     why ? why : "Every rank must issue the same calls in the same order.");
     if (rc)
         ck_abort_msg("%s on %d ranks failed: %s (the runtime's report is below)", what, n, rl_status_name(rc));
 }
@@ -1492,15 +1497,35 @@ static ddp_case *ddp_case_new(int n, int steps, int K, int small)
     return c;
 }
 
+/* What usually makes the ranks of a DDP run issue different all-reduces, or wait forever, from
+ * what the grader's hook wrapper saw. */
+static const char *ddp_launch_advice(const void *arg, int rc)
+{
+    const ddp_case *c = arg;
+    int seen = 0;
+    for (int q = 0; q < c->n; q++)
+        for (int s = 0; s < c->steps; s++)
+            seen |= c->ooo[q][s] >= 0;
+    if (seen)
+        return "The grader watched the handles in r->work: some rank launched a bucket while an earlier bucket was "
+               "not launched yet. Backward makes gradients ready in another order on each rank, so buckets "
+               "launched as they complete go out in a different order on each rank. DDP launches its buckets "
+               "strictly in bucket order 0, 1, 2, ... (README 28.3: \"Buckets launch in order, so every rank issues "
+               "the same collectives in the same sequence\"): a complete bucket waits until every earlier one has "
+               "been launched.";
+    if (rc == RL_ERR_MISMATCH)
+        return "Every rank issues the same all-reduces in the same order: one per bucket and synced backward, in "
+               "bucket order 0, 1, 2, ... whatever order backward makes the gradients ready in (README 28.3: "
+               "\"Buckets launch in order\"), none inside no_sync.";
+    return "some rank waits in an all-reduce that another rank never issued: every rank launches every bucket "
+           "once per synced backward, in bucket order";
+}
+
 /* Runs a case and checks that it ran; the caller checks what it is about, then frees it. */
 static void ddp_case_go(ddp_case *c, rl_trace **tr, const char *what)
 {
     ddp_case_reference(c);
-    launch_or_fail_hw(c->n, NULL, ddp_case_rank, c, c->r, tr, what,
-                      "DDP launches its buckets strictly in bucket order 0, 1, 2, ... on every rank, whatever order "
-                      "backward makes their gradients ready in (README 28.3: \"Buckets launch in order, so every "
-                      "rank issues the same collectives in the same sequence\"): a complete bucket waits until every "
-                      "earlier one has been launched.");
+    launch_or_fail_hw(c->n, NULL, ddp_case_rank, c, c->r, tr, what, ddp_launch_advice);
 }
 
 static ddp_case *ddp_case_run(int n, int steps, int K, int small, rl_trace **tr, const char *what)
@@ -2112,6 +2137,18 @@ static int incident_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
+/* What usually makes an incident run mismatch or hang. */
+static const char *incident_advice(const void *arg, int rc)
+{
+    (void)arg;
+    if (rc == RL_ERR_MISMATCH)
+        return "Every rank issues the same all-reduces in the same order: one per bucket, in bucket order (README "
+               "28.3: \"Buckets launch in order\").";
+    return "the grader leaves the same parameter without a gradient on every rank, so every rank launches the same "
+           "buckets; a hang here usually means a rank waits for a bucket that was never launched, or launches "
+           "one the others do not";
+}
+
 /* Runs an incident case on n ranks with a small MLP of random depth and caps (drawn from g);
  * describes it in cases. */
 static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace **tr, sbuf *cases)
@@ -2133,7 +2170,7 @@ static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace *
     slow.intra.alpha = 1e-3;
     launch_or_fail_hw(n, mode == 2 ? &slow : NULL, incident_rank, c, c->r, tr,
                       mode == 1 ? "ddp_grad_ready called twice for one parameter" : "a backward that skips one parameter",
-                      NULL);
+                      incident_advice);
     sb_add(cases, "%s%d ranks, small MLP of %d blocks, cap %g MiB, parameter %d (bucket %d of %d)",
            cases->len ? "; " : "", n, c->model.layers, c->cap, c->skip, c->bucket, c->nbuckets);
     return c;
