@@ -812,7 +812,6 @@ static double coll_bytes(const rl_slot *s, int n, const rl_op_desc *d)
     }
 }
 
-/* Checks every rank's call against the first one; returns 0 or writes a message. */
 /* 1 when two ranks' calls at one seq are the same collective (kind, count, dtype, root, op). */
 static int same_call(const rl_op_desc *a, const rl_op_desc *b)
 {
@@ -820,8 +819,15 @@ static int same_call(const rl_op_desc *a, const rl_op_desc *b)
            a->dtype == b->dtype && a->root == b->root && (!has_redop(a->kind) || a->op == b->op);
 }
 
-/* -1 when this rank's call differs from the first one posted at its seq. */
-static int check_match(rl_slot *s, int me) { return same_call(s->posted[s->first], s->posted[me]) ? 0 : -1; }
+/* -1 when this rank's call differs from the first one posted at its seq (or, once that
+ * rank has left on an abort, from any other still posted). */
+static int check_match(rl_slot *s, int n, int me)
+{
+    const rl_op_desc *ref = s->posted[s->first];
+    for (int p = 0; p < n && !ref; p++)
+        ref = p != me ? s->posted[p] : NULL;
+    return !ref || same_call(ref, s->posted[me]) ? 0 : -1;
+}
 
 /* The mismatch report over the ranks that posted at s (call with the group lock held): the
  * call most of them made (a tie: the lowest rank's) and the lowest rank that called another —
@@ -830,16 +836,16 @@ static void mismatch_message(rl_commgroup *g, rl_slot *s, char *msg, size_t size
 {
     int n = g->n, major = -1, votes = 0, odd = -1;
     for (int p = 0; p < n; p++) {
-        if (!s->posted[p] || s->posted[p]->seq != s->seq)
+        if (!s->posted[p])
             continue;
         int v = 0;
         for (int q = 0; q < n; q++)
-            v += s->posted[q] && s->posted[q]->seq == s->seq && same_call(s->posted[p], s->posted[q]);
+            v += s->posted[q] && same_call(s->posted[p], s->posted[q]);
         if (v > votes)
             major = p, votes = v;
     }
     for (int p = 0; p < n && odd < 0 && major >= 0; p++)
-        if (s->posted[p] && s->posted[p]->seq == s->seq && !same_call(s->posted[p], s->posted[major]))
+        if (s->posted[p] && !same_call(s->posted[p], s->posted[major]))
             odd = p;
     if (odd < 0) { /* cannot happen: a mismatch was seen */
         snprintf(msg, size, "collective mismatch at seq %lld on %s", (long long)s->seq, g->name);
@@ -1002,18 +1008,20 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         s->present = s->mismatch = 0;
         s->first = me;
         s->error = 0;
+        memset(s->posted, 0, (size_t)n * sizeof *s->posted); /* the last use's calls are freed */
     }
     s->posted[me] = d;
     s->ready[me] = ready;
     s->present++;
     pthread_cond_broadcast(&g->cv);
-    if (s->mismatch || check_match(s, me)) {
+    if (s->mismatch || check_match(s, n, me)) {
         /* wait for every member's call, so that the report (and the flight dump) shows them all */
         s->mismatch = 1;
         double until = rl_mono_now() + MISMATCH_GRACE_S;
         while (s->present < n && !g->world->aborted && rl_mono_now() < until)
             timed_wait(&g->cv, &g->mu);
         mismatch_message(g, s, msg, sizeof msg);
+        s->posted[me] = NULL; /* this call is freed once it returns: no later report may read it */
         pthread_mutex_unlock(&g->mu);
         rl_world_abort(ctx->world, RL_ERR_MISMATCH, msg);
         return RL_ERR_MISMATCH;
@@ -1054,8 +1062,10 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         pthread_cond_broadcast(&g->cv);
     }
     while (s->arrived < n)
-        if (group_wait(g))
+        if (group_wait(g)) {
+            s->posted[me] = NULL; /* as above: a mismatch report of a rank still waiting may not read it */
             goto aborted;
+        }
     pthread_mutex_unlock(&g->mu);
 
     /* phase A: reads of every rank's send buffer into the scratch */
