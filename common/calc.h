@@ -221,11 +221,12 @@ int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_
  *    overlapped: ZeRO-0/1 one all-reduce of 2Ψ/(TP·PP) bytes per step; ZeRO-2 one
  *    reduce-scatter per micro-batch and one all-gather per step; ZeRO-3 two all-gathers
  *    and one reduce-scatter per micro-batch.
- *  - Memory per GPU: ZeRO model states with Ψ/(TP·PP) parameters, Nd = DP, K = 12; plus
+ *  - Memory per GPU: ZeRO model states with Ψ/(TP·PP) parameters, Nd = DP, K = in->k (0 → 12); plus
  *    activations of L/PP layers × min(m, PP) micro-batches in flight (1F1B), Korthikanti
  *    formulas with sequence parallelism when TP > 1. Fits if ≤ the profile's HBM bytes.
  *  - Ranking: candidates that fit, by step time; MFU = 6Ψ+attention model FLOPs per step
- *    ÷ (step time × G × peak). Warnings: TP across nodes, m < 4·PP (PP > 1), out of memory. */
+ *    ÷ (step time × G × peak). Warnings: TP across nodes, m < 4·PP (PP > 1), out of memory.
+ *  - Each row's figures are defined field by field in rl_calc_plan_row below. */
 enum { RL_CALC_WARN_TP_NODES = 1, RL_CALC_WARN_FEW_MB = 2, RL_CALC_WARN_OOM = 4 };
 
 typedef struct {
@@ -238,6 +239,18 @@ typedef struct {
     double k;              /* optimizer bytes per parameter (0 → 12) */
 } rl_calc_plan_in;
 
+/* One candidate. With c, t, p the compute, TP and PP seconds of ONE micro-batch on one stage
+ * (the rules above; t = 0 at TP = 1, p = 0 at PP = 1) and m = B/(DP·b):
+ *   compute_time = m·c, tp_time = m·t, pp_time = m·p   (the m micro-batches, bubble not included)
+ *   bubble_time  = (PP − 1)·(c + t + p)                 (1F1B's fill and drain)
+ *   dp_time      = the step's DP collectives by ZeRO stage (the rules above), ring α-β times on the
+ *                  DP group's link, each collective of 2Ψ/(TP·PP) bytes (bf16 gradients/parameters)
+ *   step_time    = compute + tp + pp + bubble + dp = (m + PP − 1)·(c + t + p) + dp_time
+ *   mem_states   = rl_calc_zero(Ψ/(TP·PP) parameters, Nd = DP, K = in->k).bytes[zero]
+ *   mem_act      = rl_calc_activation(s = S, b, h, a = heads, t = TP, sp = TP > 1, recompute,
+ *                  one layer).per_layer × L/PP × min(m, PP)
+ *   mem_total    = mem_states + mem_act
+ *   mfu          = (6Ψ + 12·L·h·S)·B·S ÷ (step_time × G × peak)  (recompute is not model work) */
 typedef struct {
     int tp, pp, dp, m, b, zero;
     rl_calc_recompute recompute;
@@ -248,7 +261,8 @@ typedef struct {
 } rl_calc_plan_row;
 
 /* Enumerates candidates; *rows (malloc'd, free() it) sorted: fitting ones by step time,
- * then the rest by step time. */
+ * then the rest by step time; equal step times by memory, then tp, pp, b, zero, recompute
+ * (each ascending). */
 int rl_calc_plan(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ parsing helpers */

@@ -483,6 +483,36 @@ START_TEST(test_moe)
 END_TEST
 
 /* ------------------------------------------------------------------ planner */
+/* Rows whose step time and memory tie exactly are ordered by tp, pp, b, zero, recompute: a model
+ * whose DP collectives dwarf every other term (Ψ = 1e30, K = 1e-20, 1e200 FLOP/s) makes such ties. */
+START_TEST(test_plan_ties)
+{
+    rl_hw hw = *rl_hw_find("h100-2node-ib");
+    hw.peak_flops_bf16 = 1e200;
+    rl_calc_plan_in in = { .params = 1e30, .layers = 8, .heads = 8, .hidden = 512, .seq = 64, .gbs = 16, .gpus = 8,
+                           .hw = &hw, .k = 1e-20 };
+    rl_calc_plan_row *r;
+    int n, ties = 0, tp_ties = 0, zero_ties = 0;
+    char err[512];
+    ck_assert_int_eq(rl_calc_plan(&in, &r, &n, err, sizeof err), RL_OK);
+    for (int i = 1; i < n; i++) {
+        const rl_calc_plan_row *a = &r[i - 1], *b = &r[i];
+        ck_assert(a->step_time <= b->step_time);
+        if (a->step_time != b->step_time || a->mem_total != b->mem_total)
+            continue;
+        int ka[5] = { a->tp, a->pp, a->b, a->zero, (int)a->recompute }, kb[5] = { b->tp, b->pp, b->b, b->zero,
+                                                                                  (int)b->recompute };
+        int k = 0;
+        while (k < 5 && ka[k] == kb[k])
+            k++;
+        ck_assert_msg(k < 5 && ka[k] < kb[k], "rows %d and %d tie but are not in tp, pp, b, zero, recompute order", i - 1, i);
+        ties++, tp_ties += k == 0, zero_ties += k == 3;
+    }
+    ck_assert(ties > 0 && tp_ties > 0 && zero_ties > 0);
+    free(r);
+}
+END_TEST
+
 START_TEST(test_plan)
 {
     rl_calc_plan_in in = { .params = 70e9, .layers = 80, .hidden = 8192, .heads = 64, .seq = 4096,
@@ -519,6 +549,9 @@ START_TEST(test_plan)
         ck_near(r->mem_states, want, 1e-12);
         ck_near(r->mem_total, r->mem_states + r->mem_act, 1e-12);
         ck_assert(r->step_time > 0 && r->mfu > 0 && r->mfu < 1);
+        /* the row's terms as calc.h defines them: m micro-batches plus the (PP−1)-slot bubble */
+        ck_near(r->step_time, r->compute_time + r->tp_time + r->pp_time + r->bubble_time + r->dp_time, 1e-12);
+        ck_near(r->bubble_time * r->m, (r->pp - 1) * (r->compute_time + r->tp_time + r->pp_time), 1e-12);
     }
     ck_assert(tp16 && few && seen_oom);
     /* 70B does not fit in 80 GB without sharding: the top plan shards (TP·PP > 1 or ZeRO) */
@@ -642,6 +675,7 @@ Suite *calc_suite(void)
     tcase_add_test(f, test_flops_mfu);
     tcase_add_test(f, test_moe);
     tcase_add_test(f, test_plan);
+    tcase_add_test(f, test_plan_ties);
     tcase_add_test(f, test_parse_sizes);
     suite_add_tcase(s, f);
     TCase *acc = tcase_create("published-tables");

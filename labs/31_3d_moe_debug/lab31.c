@@ -48,8 +48,8 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
      * mesh_dim order (every rank must make the same calls in the same order: they are
      * collectives): color = lay->group[d][rank], key = lay->index[d][rank]. Then rank 0
      * records the mesh for the mesh view: rl_ctx_set_mesh(ctx, n, names, sizes) with names
-     * outermost first, e.g. {"dp", "pp", "tp"} (cp only when > 1; dp as {"edp", "ep"} when
-     * ep > 1). */
+     * outermost first, e.g. {"dp", "pp", "tp"} ({"pp", "dp", "tp"} in the order tp-cp-dp-pp;
+     * cp only when > 1; dp as {"edp", "ep"} when ep > 1). */
     (void)lay, (void)out;
     return NOT_YET(ctx, "31.1", "device mesh: communicators");
 }

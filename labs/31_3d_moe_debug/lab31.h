@@ -45,7 +45,7 @@ typedef struct mesh_layout {
     int node[RL_MESH_MAX_RANKS];                /* per rank: rank / gpus_per_node */
     int tp_crosses_node;                        /* 1 when some TP group spans two nodes */
     char warning[256];                          /* "" or a warning naming the first such TP group by its
-                                                   first and last rank ("ranks 6..8 ...") */
+                                                   first and last rank, as numbers ("ranks 6..8 ...") */
 } mesh_layout;
 
 /* Lays out world = dp·pp·cp·tp ranks (ep divides dp) in the shape's order:
@@ -64,7 +64,10 @@ typedef struct mesh_comms {
 
 /* Collective over the world (every rank calls it with the same layout): one rl_comm_split per
  * kind, in mesh_dim order, color = the group id, key = the position in the group; rank 0
- * records the mesh for the TUI's mesh view (rl_ctx_set_mesh). */
+ * records the mesh for the TUI's mesh view (rl_ctx_set_mesh): names outermost first in the shape's
+ * order — {"dp", "pp", "tp"} in the default order, {"pp", "dp", "tp"} in RL_MESH_ORDER_TP_CP_DP_PP
+ * (PP outermost) —, cp (just outside tp) only when > 1, dp as {"edp", "ep"} when ep > 1; a
+ * dimension of size 1 may be left out. The view places every rank from the sizes in this order. */
 int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out);
 /* Frees the communicators (given). */
 void mesh_comms_free(mesh_comms *mc);
@@ -126,8 +129,10 @@ int td_stage_backward(td_engine *e, rl_comm *tp, int mb);
  * an op with nothing to send or receive on this stage (F on the last stage, ...) is skipped. */
 int td_p2p(td_engine *e, rl_comm *pp, const rl_pp_op *send, const rl_pp_op *recv);
 
-/* YOURS: one training step: zero the gradients, run this stage's 1F1B op list, then
- * td_zero1_update. *loss (may be NULL) gets the mean micro-batch loss on the last stage,
+/* YOURS: one training step: zero the gradients, run this stage's 1F1B op list (each op between
+ * rl_pp_mark and rl_pp_unmark: the trace's stage, micro-batch and phase tags), flush the last
+ * op's pending output with td_p2p, then td_zero1_update (after the flush: a neighbouring stage
+ * waits for that output). *loss (may be NULL) gets the mean micro-batch loss on the last stage,
  * 0 elsewhere. */
 int td_train_step(td_engine *e, int64_t step, float *loss);
 /* YOURS: ZeRO-1 over the DP group: reduce-scatter e->flat_grad (mean over DP: RL_SUM then ÷dp,
@@ -199,7 +204,8 @@ void moe_plan_free(moe_plan *p);
 int moe_plan_make(rl_ctx *ctx, const int *expert, int64_t tokens, int experts, int top_k, int ep, double cf,
                   moe_plan *p);
 /* YOURS: Switch auxiliary loss α·E·Σᵢ fᵢ·Pᵢ (fᵢ share of the T·k routed slots to i, before
- * dropping; Pᵢ mean router probability of i). Uniform routing gives α. */
+ * dropping — in moe_forward the routing after the hot-expert fault; Pᵢ mean router probability
+ * of i). Uniform routing gives α. */
 double moe_aux_loss(const float *probs, const int *expert, int64_t tokens, int experts, int top_k, double alpha);
 
 /* What one MoE forward did on this rank. */
@@ -236,14 +242,16 @@ typedef struct diag_result {
  *    member never reached seq s when its highest seq there is below s (records that start
  *    above s were rolled out of its recorder: that rank is not missing);
  *  - at one seq a mismatch is reported before a missing rank; the majority call is the one
- *    most ranks made (a tie: the call of the lowest of them), the culprit the lowest rank whose
- *    call differs; every member present but a record not "completed": a hang with rank −1;
+ *    most of the ranks with a record at that seq made (a tie: the call of the lowest of them),
+ *    the culprit the lowest rank whose call differs; every member present but a record not
+ *    "completed" (any other state: "started", "enqueued", "failed"): a hang with rank −1;
  *  - over communicators: the anomaly whose seq was first enqueued (the lowest t_enqueued of
  *    its records) wins; at equal times a mismatch beats a hang, then the communicator name
  *    that sorts first (strcmp);
  *  - no collective anomaly but a send/recv (seq −1) not "completed": RL_DIAG_P2P, rank = the
- *    lowest rank blocked in one, its oldest such call (lowest t_enqueued, then p2p seq): seq =
- *    its p2p_seq, comm its communicator;
+ *    lowest rank blocked in one, its oldest such call (lowest t_enqueued, then p2p seq — sends
+ *    and receives are numbered apart, so the lowest p2p seq need not be the oldest): seq = its
+ *    p2p_seq, comm its communicator;
  *  - nothing found: RL_DIAG_NONE, rank −1, seq −1.
  * The order of the records in the dump does not matter. */
 int diagnose(const rl_diag_flight *fl, diag_result *out);
@@ -270,7 +278,10 @@ typedef struct spike_result {
 
 /* YOURS: first (step, then layer 0..L−1, then rank) norm that is NaN/Inf or above 5× the
  * mean of the same (rank, layer)'s last ≤ 5 finite earlier values (at least 1 needed);
- * norms[(step·ranks + rank)·layers + layer]. */
+ * norms[(step·ranks + rank)·layers + layer]. Fill found, step, rank, layer, nonfinite, value
+ * (that norm) and recent_mean (that mean); for a non-finite norm recent_mean is informative
+ * only: any value is accepted (the mean of its finite history, 0 or NaN). Nothing found:
+ * found = 0. */
 int detect_spike(const double *norms, int steps, int ranks, int layers, spike_result *out);
 
 /* Given: a small data-parallel run that fails the way --fault asks. Every rank does `steps`
@@ -306,14 +317,16 @@ const rl_link *plan_group_link(const rl_hw *hw, int stride, int n);
 double plan_ring_time(rl_coll_kind kind, int n, double bytes, const rl_link *link);
 
 /* YOURS: the cost of one candidate (tp, pp, b, recompute, zero) under calc.h's planner model
- * (dp = gpus/(tp·pp), m = gbs/(dp·b)): times, memory, MFU and warnings. RL_ERR_ARG if the
+ * (dp = gpus/(tp·pp), m = gbs/(dp·b)): times, memory, MFU and warnings — every field of the row
+ * as calc.h's rl_calc_plan_row defines it. RL_ERR_ARG if the
  * candidate is not a valid layout: tp·pp not dividing the GPUs, dp not dividing gbs, b not
  * dividing gbs/dp, a size < 1, zero outside 0..3 — and zero > 0 at dp = 1 (ZeRO shards over
  * DP: at dp = 1 only zero = 0 is a candidate, as in the enumeration). */
 int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_recompute rc, int zero,
                    rl_calc_plan_row *row);
-/* YOURS: every candidate (calc.h lists the rules), sorted: fitting ones first, by step time,
- * then memory, tp, pp, b, zero, recompute. *rows is malloc'd (free it). */
+/* YOURS: every candidate (calc.h lists the rules), sorted by the rows' own figures: fitting ones
+ * first, by step time, then memory, and where both are equal by tp, pp, b, zero, recompute
+ * (each ascending). *rows is malloc'd (free it). */
 int plan_enumerate(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen);
 
 #endif

@@ -101,14 +101,17 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
     if (r == 0) {
         const rl_mesh_shape *s = &lay->shape;
         const char *names[5];
-        int sizes[5], n = 0;
+        int sizes[5], n = 0, pp_outer = s->order == RL_MESH_ORDER_TP_CP_DP_PP; /* outermost first */
+        if (pp_outer)
+            names[n] = "pp", sizes[n++] = s->pp;
         if (s->ep > 1) {
             names[n] = "edp", sizes[n++] = s->dp / s->ep;
             names[n] = "ep", sizes[n++] = s->ep;
         } else {
             names[n] = "dp", sizes[n++] = s->dp;
         }
-        names[n] = "pp", sizes[n++] = s->pp;
+        if (!pp_outer)
+            names[n] = "pp", sizes[n++] = s->pp;
         if (s->cp > 1)
             names[n] = "cp", sizes[n++] = s->cp;
         names[n] = "tp", sizes[n++] = s->tp;
