@@ -151,7 +151,8 @@ int zero_point_grads(zero_engine *e, int u, rl_tensor *bucket);
  * so this rank's piece of each unit holds the MEAN over all ranks (sum ÷ data-parallel
  * size — summed then scaled, averaged by RL_AVG, or divided by N before: any of them); the
  * rest of flat_grad (the other ranks' pieces) is not read afterwards: it is left as it is,
- * or divided by N where the gradients were divided before. Returns 0 or an error. */
+ * or divided by N (the whole unit scaled, before or after the reduce-scatter). Returns 0 or
+ * an error. */
 int zero1_reduce_scatter_grads(zero_engine *e);
 /* Every stage: one AdamW step (e->step += 1) on this rank's pieces only: parameters (bf16),
  * reduced gradients (bf16), master, m and v (fp32) of each unit (rl_adamw_step on slices). */
