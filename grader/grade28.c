@@ -40,41 +40,6 @@ static void note_err(rank_res *rr, rl_ctx *ctx, int rc, const char *what)
     rl_grade_note("%s", rr->err);
 }
 
-/* A growing text buffer for messages that must never be cut short. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-} sbuf;
-
-/* Appends printf-style text to b. */
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0)
-        return;
-    if (b->len + (size_t)k + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + (size_t)k + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s)
-            return;
-        b->s = s;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)k;
-}
-
-/* The text of b ("" when empty). */
-static const char *sb_str(const sbuf *b) { return b->s ? b->s : ""; }
-
 /* Options of a quiet sim run with a watchdog well inside the test's time limit. */
 static rl_opts grade_opts(int n)
 {
@@ -264,7 +229,7 @@ static void ring_check(int n, int64_t count, rl_dtype dt, int split, int reps, r
 
 /* Draws a random split of W ranks into 1..3 communicators (a rank may sit out), with random
  * keys; writes the colors into a and a description into the cases line. */
-static void random_split(rl_rng *g, int W, ring_arg *a, sbuf *cases)
+static void random_split(rl_rng *g, int W, ring_arg *a, rl_grade_text *cases)
 {
     int ngroups = rl_grade_pick(g, 1, W >= 6 ? 3 : 2);
     int perm[MAXR];
@@ -277,22 +242,22 @@ static void random_split(rl_rng *g, int W, ring_arg *a, sbuf *cases)
     }
     if (W >= 4 && rl_grade_pick(g, 0, 2) == 0) /* one rank in no communicator */
         a->color[rl_grade_pick(g, 0, W - 1)] = RL_COLOR_NONE;
-    sb_add(cases, " colors");
+    rl_grade_text_add(cases, " colors");
     for (int q = 0; q < W; q++)
-        sb_add(cases, q ? ",%d" : "=%d", a->color[q]);
-    sb_add(cases, " keys");
+        rl_grade_text_add(cases, q ? ",%d" : "=%d", a->color[q]);
+    rl_grade_text_add(cases, " keys");
     for (int q = 0; q < W; q++)
-        sb_add(cases, q ? ",%d" : "=%d", a->key[q]);
+        rl_grade_text_add(cases, q ? ",%d" : "=%d", a->key[q]);
 }
 
 START_TEST(t_ring_world_sizes)
 {
     ring_arg *a = calloc(1, sizeof *a);
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int n = 1; n <= 8; n++) {
         int64_t count = (int64_t)n * rl_grade_pick(&g, 5, 60);
-        sb_add(&cases, "%sn=%d count=%lld", n > 1 ? "; " : "", n, (long long)count);
+        rl_grade_text_add(&cases, "%sn=%d count=%lld", n > 1 ? "; " : "", n, (long long)count);
         ring_check(n, count, RL_F32, 0, 2, a);
         for (int r = 0; r < n; r++)
             ck_assert_msg(a->leaked[r] == 0,
@@ -300,11 +265,11 @@ START_TEST(t_ring_world_sizes)
                           "the buffer, rank %d still holds %lld bytes more than before: every call must free what it "
                           "allocates (README 28.1: \"Free your views (rl_tensor_slice -> rl_tensor_free) and the "
                           "scratch tensor\"). A view left alive keeps its whole buffer allocated after the buffer is "
-                          "freed; in a training run that is a bucket per step", (long long)count, n, r,
-                          (long long)a->leaked[r]);
+                          "freed; in a training run that is a bucket per step",
+                          (long long)count, n, r, (long long)a->leaked[r]);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -318,17 +283,17 @@ START_TEST(t_ring_odd_counts)
         for (int k = 0; k < 3; k++)
             ring_check(ns[i], counts[k], RL_F32, 0, 1, a);
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 5; k++) {
         int n = rl_grade_pick(&g, 2, 8);
         int64_t count = rl_grade_pick(&g, n + 1, 3000);
         if (count % n == 0)
             count++;
-        sb_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
+        rl_grade_text_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
         ring_check(n, count, RL_F32, 0, 1, a);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -342,15 +307,15 @@ START_TEST(t_ring_tiny_counts)
     ring_check(5, 2, RL_F32, 0, 1, a);
     ring_check(2, 1, RL_F32, 0, 1, a);
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 4; k++) {
         int n = rl_grade_pick(&g, 2, 8);
         int64_t count = k == 3 ? 0 : rl_grade_pick(&g, 1, n - 1);
-        sb_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
+        rl_grade_text_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
         ring_check(n, count, RL_F32, 0, 1, a);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -406,18 +371,18 @@ START_TEST(t_ring_memory)
         check_ring_memory(a, fixed[k].n, what);
     }
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 3; k++) {
         int n = rl_grade_pick(&g, 2, 8);
         int64_t count = rl_grade_pick(&g, 1, 3000);
         rl_dtype dt = k == 2 ? RL_BF16 : RL_F32;
-        sb_add(&cases, "%sn=%d count=%lld %s", k ? "; " : "", n, (long long)count, rl_dtype_name(dt));
+        rl_grade_text_add(&cases, "%sn=%d count=%lld %s", k ? "; " : "", n, (long long)count, rl_dtype_name(dt));
         ring_check(n, count, dt, 0, 1, a);
         ring_what(a, n, what, sizeof what);
         check_ring_memory(a, n, what);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -452,19 +417,19 @@ START_TEST(t_ring_subcomm)
         a->color[q] = q % 2, a->key[q] = -q;
     ring_run(7, 101, RL_F32, 1, 1, a, NULL, NULL); /* groups of 4 and 3 */
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 3; k++) {
         int W = rl_grade_pick(&g, 3, 8);
         int64_t count = rl_grade_pick(&g, 0, 400);
-        sb_add(&cases, "%sW=%d count=%lld", k ? "; " : "", W, (long long)count);
+        rl_grade_text_add(&cases, "%sW=%d count=%lld", k ? "; " : "", W, (long long)count);
         random_split(&g, W, a, &cases);
         ring_run(W, count, RL_F32, 1, 1, a, NULL, &t);
         check_no_world_traffic(a, t, W, "random sub-communicators");
         rl_trace_free(t);
         t = NULL;
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -614,11 +579,11 @@ START_TEST(t_ring_pattern)
         t = NULL;
     }
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 6; k++) {
         int W = rl_grade_pick(&g, 2, 8), split = k >= 4;
         int64_t count = k == 0 ? (int64_t)W * rl_grade_pick(&g, 1, 200) : rl_grade_pick(&g, 1, 2500);
-        sb_add(&cases, "%sn=%d count=%lld", k ? "; " : "", W, (long long)count);
+        rl_grade_text_add(&cases, "%sn=%d count=%lld", k ? "; " : "", W, (long long)count);
         if (split)
             random_split(&g, W, a, &cases);
         ring_run(W, count, k == 3 ? RL_BF16 : RL_F32, split, 2, a, NULL, &t);
@@ -627,8 +592,8 @@ START_TEST(t_ring_pattern)
         rl_trace_free(t);
         t = NULL;
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -673,11 +638,11 @@ START_TEST(t_ring_time)
     rl_trace *t = NULL;
     const rl_hw *hw = rl_hw_find("a100-pcie"); /* slow links: the transfers dominate the adds */
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 4; k++) {
         int n = k == 0 ? 3 : rl_grade_pick(&g, 2, 8);
         int64_t count = (int64_t)n * n * rl_grade_pick(&g, 200, 2000) + (k == 3 ? rl_grade_pick(&g, 1, n - 1) : 0);
-        sb_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
+        rl_grade_text_add(&cases, "%sn=%d count=%lld", k ? "; " : "", n, (long long)count);
         ring_run(n, count, RL_F32, 0, 1, a, hw, &t);
         int granks[MAXR];
         for (int q = 0; q < n; q++)
@@ -699,8 +664,8 @@ START_TEST(t_ring_time)
         rl_trace_free(t);
         t = NULL;
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(a);
 }
 END_TEST
@@ -746,20 +711,20 @@ static void ref_assign(const ddp_param_desc *d, int n, int64_t first, int64_t ca
 }
 
 /* Appends a plan, bucket by bucket with parameter names and bytes, to b. */
-static void describe_plan(const ddp_param_desc *d, const ddp_bucket_plan *p, sbuf *b)
+static void describe_plan(const ddp_param_desc *d, const ddp_bucket_plan *p, rl_grade_text *b)
 {
     if (p->nbuckets <= 0) {
-        sb_add(b, "(no buckets)");
+        rl_grade_text_add(b, "(no buckets)");
         return;
     }
     for (int k = 0; k < p->nbuckets; k++) {
-        sb_add(b, "%s[", k ? " " : "");
+        rl_grade_text_add(b, "%s[", k ? " " : "");
         for (int j = 0; j < p->buckets[k].nparams && j < 1000; j++) {
             int idx = p->buckets[k].first + j;
             int i = idx >= 0 && idx < p->norder ? p->order[idx] : -1;
-            sb_add(b, "%s%s", j ? " " : "", i >= 0 && i < p->nparams && d[i].name ? d[i].name : "?");
+            rl_grade_text_add(b, "%s%s", j ? " " : "", i >= 0 && i < p->nparams && d[i].name ? d[i].name : "?");
         }
-        sb_add(b, "] %lld B", (long long)p->buckets[k].bytes);
+        rl_grade_text_add(b, "] %lld B", (long long)p->buckets[k].bytes);
     }
 }
 
@@ -782,16 +747,17 @@ static void plan_check(const char *what, const ddp_param_desc *d, int n, int64_t
     for (int k = 0; same && k < want.norder; k++)
         same = got.order[k] == want.order[k];
     if (!same) {
-        sbuf m = { 0 };
-        sb_add(&m, "%s (first cap %lld B, cap %lld B): expected %d bucket(s) ", what, (long long)first, (long long)cap,
-               want.nbuckets);
+        rl_grade_text m = { 0 };
+        rl_grade_text_add(&m, "%s (first cap %lld B, cap %lld B): expected %d bucket(s) ", what, (long long)first,
+                          (long long)cap, want.nbuckets);
         describe_plan(d, &want, &m);
-        sb_add(&m, "; got %d: ", got.nbuckets);
+        rl_grade_text_add(&m, "; got %d: ", got.nbuckets);
         describe_plan(d, &got, &m);
-        sb_add(&m, ". The rule: walk the parameters in reverse registration order, append each whole, and close "
-                   "the bucket as soon as its bytes reach its cap (>=), first_cap_bytes for bucket 0, cap_bytes "
-                   "after; a tied duplicate is skipped");
-        ck_abort_msg("%s", sb_str(&m));
+        rl_grade_text_add(&m,
+                          ". The rule: walk the parameters in reverse registration order, append each whole, and close "
+                          "the bucket as soon as its bytes reach its cap (>=), first_cap_bytes for bucket 0, cap_bytes "
+                          "after; a tied duplicate is skipped");
+        ck_abort_msg("%s", rl_grade_text_str(&m));
     }
     for (int i = 0; i < n; i++)
         ck_assert_msg(got.bucket_of[i] == want.bucket_of[i] && got.offset_of[i] == want.offset_of[i],
@@ -1020,7 +986,7 @@ static int64_t random_size(rl_rng *g)
     }
 }
 
-static void random_plist(rl_rng *g, plist *p, sbuf *cases)
+static void random_plist(rl_rng *g, plist *p, rl_grade_text *cases)
 {
     memset(p, 0, sizeof *p);
     p->n = rl_grade_pick(g, 1, 40);
@@ -1060,25 +1026,25 @@ static void random_plist(rl_rng *g, plist *p, sbuf *cases)
         p->first = 1;
     if (p->cap < 1)
         p->cap = 1;
-    sb_add(cases, "n=%d %s dups=%d first=%lld cap=%lld", p->n, rl_dtype_name(dt), ndup, (long long)p->first,
-           (long long)p->cap);
+    rl_grade_text_add(cases, "n=%d %s dups=%d first=%lld cap=%lld", p->n, rl_dtype_name(dt), ndup, (long long)p->first,
+                      (long long)p->cap);
 }
 
 START_TEST(t_buckets_random)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     plist *p = malloc(sizeof *p);
     for (int k = 0; k < 8; k++) {
         if (k)
-            sb_add(&cases, "; ");
+            rl_grade_text_add(&cases, "; ");
         random_plist(&g, p, &cases);
         char what[96];
         snprintf(what, sizeof what, "random list #%d (%d parameters)", k, p->n);
         plan_check(what, p->d, p->n, p->first, p->cap);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     free(p);
 }
 END_TEST
@@ -1154,7 +1120,7 @@ static void ddp_case_init(ddp_case *c, int n, int steps, int K, int small)
 /* Splits the case's W world ranks into two data-parallel groups of at least two ranks each, of
  * random membership and shuffled keys (so a group rank is neither the world rank nor in its order),
  * each group training on data of its own; describes the split in cases. */
-static void ddp_case_split(ddp_case *c, rl_rng *g, int W, sbuf *cases)
+static void ddp_case_split(ddp_case *c, rl_rng *g, int W, rl_grade_text *cases)
 {
     c->n = W;
     c->ngroups = 2;
@@ -1176,21 +1142,21 @@ static void ddp_case_split(ddp_case *c, rl_rng *g, int W, sbuf *cases)
             if (c->group[p] == c->group[q] && c->key[p] < c->key[q])
                 c->grank[q]++;
     }
-    sb_add(cases, "%d ranks in two groups:", W);
+    rl_grade_text_add(cases, "%d ranks in two groups:", W);
     for (int q = 0; q < W; q++)
-        sb_add(cases, " %d->g%d.%d", q, c->group[q], c->grank[q]);
+        rl_grade_text_add(cases, " %d->g%d.%d", q, c->group[q], c->grank[q]);
 }
 
 /* The batch behind a reference, for messages ("3 ranks x 2 micro-steps x 4 samples = 24 samples"). */
-static void batch_desc(const ddp_case *c, int g, sbuf *b)
+static void batch_desc(const ddp_case *c, int g, rl_grade_text *b)
 {
     int n = c->gsize[g];
     if (c->K > 1)
-        sb_add(b, "%d rank%s x %d micro-steps x %lld samples = %lld samples", n, n == 1 ? "" : "s", c->K,
-               (long long)c->mb, (long long)(n * c->K * c->mb));
+        rl_grade_text_add(b, "%d rank%s x %d micro-steps x %lld samples = %lld samples", n, n == 1 ? "" : "s", c->K,
+                          (long long)c->mb, (long long)(n * c->K * c->mb));
     else
-        sb_add(b, "%d rank%s x %lld samples = %lld samples", n, n == 1 ? "" : "s", (long long)c->mb,
-               (long long)(n * c->mb));
+        rl_grade_text_add(b, "%d rank%s x %lld samples = %lld samples", n, n == 1 ? "" : "s", (long long)c->mb,
+                          (long long)(n * c->mb));
 }
 
 /* The gradient (registration order) of the mean loss over `count` samples of step s from off. */
@@ -1560,7 +1526,7 @@ static void fit(const float *got, const float *want, int64_t lo, int64_t hi, dou
 
 /* Names the factor k when it is one that a usual mistake produces (n, 1/n, K, n·K, the group over
  * the world ...), appending its cause to m; 0 when none fits. */
-static int name_factor(const ddp_case *c, int g, double k, sbuf *m)
+static int name_factor(const ddp_case *c, int g, double k, rl_grade_text *m)
 {
     int n = c->gsize[g], K = c->K, W = c->n;
     /* uses: 1 n, 2 K, 4 only in a split world */
@@ -1585,11 +1551,11 @@ static int name_factor(const ddp_case *c, int g, double k, sbuf *m)
         if (((u & 1) && n == 1) || ((u & 2) && K == 1) || ((u & 4) && c->ngroups < 2) ||
             fabs(cand[j].v - 1) < 1e-9 || fabs(k - cand[j].v) > 1e-3 * cand[j].v)
             continue;
-        sb_add(m, "%s%s = %g: %s", hits ? "; or " : " That is ", cand[j].name, cand[j].v, cand[j].why);
+        rl_grade_text_add(m, "%s%s = %g: %s", hits ? "; or " : " That is ", cand[j].name, cand[j].v, cand[j].why);
         hits++;
     }
     if (hits)
-        sb_add(m, ".");
+        rl_grade_text_add(m, ".");
     return hits;
 }
 
@@ -1609,7 +1575,7 @@ static void add_micro(const ddp_case *c, rl_model *m, rl_data *data, rl_ctx *ctx
  * reference (named when a usual mistake gives it), its own unreduced gradient, only the last
  * micro-step, a sync on the first micro-step, a bucket launched out of order on some rank,
  * else which buckets are right and which are not. */
-static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
+static void grad_diagnosis(const ddp_case *c, int r, int s, rl_grade_text *m)
 {
     const float *got = c->bad_grad[r];
     int g = c->group[r], n = c->gsize[g], K = c->K;
@@ -1622,10 +1588,13 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
     double k, res, diff;
     fit(got, ref, 0, c->total, refmax, &k, &res, &diff);
     if (res <= 1e-3) {
-        sb_add(m, " All of its gradients are %.4g times the expected ones.", k);
+        rl_grade_text_add(m, " All of its gradients are %.4g times the expected ones.", k);
         if (!name_factor(c, g, k, m))
-            sb_add(m, " That is none of the factors usual mistakes make (n = %d, K = %d): check every scale the "
-                   "gradients go through (grad_scale, the 1/n average).", n, K);
+            rl_grade_text_add(
+                m,
+                " That is none of the factors usual mistakes make (n = %d, K = %d): check every scale the "
+                "gradients go through (grad_scale, the 1/n average).",
+                n, K);
         return;
     }
     /* explanations that are other gradients of the same model and data */
@@ -1636,7 +1605,6 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
     memset(&b, 0, sizeof b);
     float *tmp = malloc((size_t)c->total * sizeof(float)), *h = calloc((size_t)c->total, sizeof(float));
     const char *found = NULL;
-    char why[600];
     int ok = 1;
     for (int64_t i = 0; i < c->total && ok; i++)
         ok = got[i] == 0;
@@ -1661,12 +1629,13 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
                 add_micro(c, mod, data, ctx, &b, c->grank[q], s, K - 1, K, 1.0 / ((double)n * K), tmp, h);
         double dk, dres, d;
         fit(got, h, 0, c->total, refmax, &dk, &dres, &d);
-        if (d <= 1e-4 || (dres <= 1e-3 && fabs(dk - K) <= 1e-3 * K)) {
-            snprintf(why, sizeof why, " They hold the last micro-step's gradient only%s: the earlier micro-steps' "
-                     "gradients were thrown away — zero the gradients once, before the micro-step loop, not in it "
-                     "(README 28.4, Hints).", d <= 1e-4 ? "" : " (K times, without the 1/K)");
-            found = why;
-        }
+        if (d <= 1e-4)
+            found = " They hold the last micro-step's gradient only: the earlier micro-steps' gradients were thrown "
+                    "away — zero the gradients once, before the micro-step loop, not in it (README 28.4, Hints).";
+        else if (dres <= 1e-3 && fabs(dk - K) <= 1e-3 * K)
+            found = " They hold the last micro-step's gradient only, K times (without the grad_scale 1/K): the "
+                    "earlier micro-steps' gradients were thrown away — zero the gradients once, before the "
+                    "micro-step loop, not in it (README 28.4, Hints).";
     }
     if (!found && c->ngroups > 1 && K > 1) { /* samples read by world rank instead of group rank */
         memset(h, 0, (size_t)c->total * sizeof(float));
@@ -1699,19 +1668,21 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
                     "require_sync = (k == K-1)).";
     }
     if (found)
-        sb_add(m, "%s", found);
+        rl_grade_text_add(m, "%s", found);
     for (int q = 0; q < c->n && !found; q++)
         if (c->group[q] == g && c->ooo[q][s] >= 0) {
-            sb_add(m, " In this backward rank %d launched bucket %d while bucket %d was not launched yet (the "
-                   "grader watched the handles in r->work): backward makes gradients ready in another order on each "
-                   "rank, so the ranks all-reduced different buckets at the same position in the sequence and "
-                   "summed a bucket with another bucket of the same size. Buckets launch in bucket order: a complete "
-                   "bucket waits until every earlier one is launched (README 28.3: \"Buckets launch in order\").", q,
-                   c->ooo[q][s], c->ooo_missing[q][s]);
+            rl_grade_text_add(
+                m,
+                " In this backward rank %d launched bucket %d while bucket %d was not launched yet (the "
+                "grader watched the handles in r->work): backward makes gradients ready in another order on each "
+                "rank, so the ranks all-reduced different buckets at the same position in the sequence and "
+                "summed a bucket with another bucket of the same size. Buckets launch in bucket order: a complete "
+                "bucket waits until every earlier one is launched (README 28.3: \"Buckets launch in order\").",
+                q, c->ooo[q][s], c->ooo_missing[q][s]);
             found = "ooo";
         }
     if (!found) { /* which buckets are right */
-        sb_add(m, " Per bucket, its gradient against the expected one:");
+        rl_grade_text_add(m, " Per bucket, its gradient against the expected one:");
         int64_t *lo = calloc((size_t)c->nparams + 1, sizeof *lo);
         for (int i = 0; i < c->nparams && i < mod->nparams; i++)
             lo[i + 1] = lo[i] + mod->params[i].numel;
@@ -1731,19 +1702,20 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, sbuf *m)
                     for (int64_t e = lo[i]; e < lo[i + 1]; e++)
                         rr += (got[e] - kb * ref[e]) * (got[e] - kb * ref[e]);
             if (d <= 1e-4 * refmax)
-                sb_add(m, " bucket %d right;", bk), nright++;
+                rl_grade_text_add(m, " bucket %d right;", bk), nright++;
             else if (ww > 0 && sqrt(rr / ww) <= 1e-3)
-                sb_add(m, " bucket %d %.4g times;", bk, kb);
+                rl_grade_text_add(m, " bucket %d %.4g times;", bk, kb);
             else
-                sb_add(m, " bucket %d wrong (not a multiple);", bk);
+                rl_grade_text_add(m, " bucket %d wrong (not a multiple);", bk);
         }
         if (nright)
-            sb_add(m, " Some buckets are right and others are not: something happened to the wrong ones between "
-                      "their launch and the end of finalize — an all-reduce not waited for (rl_wait) before its "
-                      "bucket is scaled or read, a bucket scaled twice or not at all, or gradients added into a "
-                      "bucket after its all-reduce was launched.");
+            rl_grade_text_add(
+                m, " Some buckets are right and others are not: something happened to the wrong ones between "
+                   "their launch and the end of finalize — an all-reduce not waited for (rl_wait) before its "
+                   "bucket is scaled or read, a bucket scaled twice or not at all, or gradients added into a "
+                   "bucket after its all-reduce was launched.");
         else
-            sb_add(m, " no bucket is right (not a factor of the expected gradients either).");
+            rl_grade_text_add(m, " no bucket is right (not a factor of the expected gradients either).");
         free(lo);
     }
     free(tmp);
@@ -1761,18 +1733,22 @@ static void check_grads(const ddp_case *c, const char *what)
             if (c->err[r][s] <= 1e-4)
                 continue;
             int g = c->group[r];
-            sbuf m = { 0 };
-            sb_add(&m, "%s: rank %d, step %d: the gradients differ from one rank's gradient of ", what, r, s);
+            rl_grade_text m = { 0 };
+            rl_grade_text_add(&m, "%s: rank %d, step %d: the gradients differ from one rank's gradient of ", what, r,
+                              s);
             if (c->ngroups > 1)
-                sb_add(&m, "its data-parallel group's global batch (group %d: %d of the %d ranks, rank %d in the "
-                           "group, its own data; ", g, c->gsize[g], c->n, c->grank[r]);
+                rl_grade_text_add(
+                    &m,
+                    "its data-parallel group's global batch (group %d: %d of the %d ranks, rank %d in the "
+                    "group, its own data; ",
+                    g, c->gsize[g], c->n, c->grank[r]);
             else
-                sb_add(&m, "the global batch (");
+                rl_grade_text_add(&m, "the global batch (");
             batch_desc(c, g, &m);
-            sb_add(&m, ") by %.3g of the largest gradient (worst: %s; tolerance 1e-4).", c->err[r][s],
-                   c->err_param[r]);
+            rl_grade_text_add(&m, ") by %.3g of the largest gradient (worst: %s; tolerance 1e-4).", c->err[r][s],
+                              c->err_param[r]);
             grad_diagnosis(c, r, s, &m);
-            ck_abort_msg("%s", sb_str(&m));
+            ck_abort_msg("%s", rl_grade_text_str(&m));
         }
 }
 
@@ -1990,17 +1966,17 @@ END_TEST
 START_TEST(t_ddp_groups)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     ddp_case *c = ddp_case_new(4, 2, 1, 1);
     ddp_case_split(c, &g, rl_grade_pick(&g, 4, 6), &cases);
     c->model.layers = rl_grade_pick(&g, 2, 5);
     c->ready_window = rl_grade_pick(&g, 2, 20);
     c->ready_seed = rl_rng_next(&g);
     c->per_rank = 1;
-    sb_add(&cases, "; small MLP of %d blocks, gradients ready %d at a time in another order on every rank",
-           c->model.layers, c->ready_window);
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    rl_grade_text_add(&cases, "; small MLP of %d blocks, gradients ready %d at a time in another order on every rank",
+                      c->model.layers, c->ready_window);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     rl_trace *t = NULL;
     const char *what = "overlapped DDP on two data-parallel groups of a split world";
     ddp_case_go(c, &t, what);
@@ -2036,7 +2012,7 @@ typedef struct incident_case {
     char fin_msg[MAXR][1100], mark_msg[MAXR][1100];
     double fin_time[MAXR];         /* compute-stream clock when the failing finalize returned */
     int next_rc[MAXR];             /* mode 2: a complete backward and finalize after the error */
-    char next_msg[MAXR][1100];
+    char next_msg[MAXR][1400];
     int mode;                      /* 0: never-ready bucket; 1: a parameter marked twice; 2: 0, then a full backward */
     int not_last;                  /* modes 0, 2: the parameter sits in a bucket that is not the last one */
     int n;                         /* ranks */
@@ -2151,7 +2127,7 @@ static const char *incident_advice(const void *arg, int rc)
 
 /* Runs an incident case on n ranks with a small MLP of random depth and caps (drawn from g);
  * describes it in cases. */
-static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace **tr, sbuf *cases)
+static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace **tr, rl_grade_text *cases)
 {
     incident_case *c = calloc(1, sizeof *c);
     ddp_run_config d = ddp_run_config_default();
@@ -2171,8 +2147,8 @@ static incident_case *incident_run(rl_rng *g, int mode, int not_last, rl_trace *
     launch_or_fail_hw(n, mode == 2 ? &slow : NULL, incident_rank, c, c->r, tr,
                       mode == 1 ? "ddp_grad_ready called twice for one parameter" : "a backward that skips one parameter",
                       incident_advice);
-    sb_add(cases, "%s%d ranks, small MLP of %d blocks, cap %g MiB, parameter %d (bucket %d of %d)",
-           cases->len ? "; " : "", n, c->model.layers, c->cap, c->skip, c->bucket, c->nbuckets);
+    rl_grade_text_add(cases, "%s%d ranks, small MLP of %d blocks, cap %g MiB, parameter %d (bucket %d of %d)",
+                      cases->len ? "; " : "", n, c->model.layers, c->cap, c->skip, c->bucket, c->nbuckets);
     return c;
 }
 
@@ -2199,12 +2175,12 @@ static void check_never_ready(const incident_case *c)
 START_TEST(t_ddp_never_ready)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     /* a parameter of a bucket that is not the last one, then one of any bucket */
     incident_case *a = incident_run(&g, 0, 1, NULL, &cases);
     incident_case *b = incident_run(&g, 0, 0, NULL, &cases);
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     check_never_ready(a);
     check_never_ready(b);
     free(a);
@@ -2215,11 +2191,11 @@ END_TEST
 START_TEST(t_ddp_error_path)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     rl_trace *t = NULL;
     incident_case *c = incident_run(&g, 2, 1, &t, &cases);
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     ck_assert_msg(t != NULL, "the run left no trace");
     for (int r = 0; r < c->n; r++) {
         ck_assert_msg(c->fin_rc[r] != 0,
@@ -2253,10 +2229,10 @@ END_TEST
 START_TEST(t_ddp_double_mark)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     incident_case *c = incident_run(&g, 1, 0, NULL, &cases);
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     int n = c->n;
     for (int r = 0; r < n; r++) {
         ck_assert_msg(c->mark_rc[r][0] == 0, "rank %d: the first ddp_grad_ready for parameter %d returned %d (%s): %s",
@@ -2406,7 +2382,7 @@ END_TEST
 START_TEST(t_nosync_random)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 2; k++) {
         ddp_case *c = ddp_case_new(rl_grade_pick(&g, k ? 1 : 2, 4), 2, rl_grade_pick(&g, 2, 5), 1);
         c->mb = rl_grade_pick(&g, 1, 6);
@@ -2414,8 +2390,8 @@ START_TEST(t_nosync_random)
         c->ready_window = rl_grade_pick(&g, 1, 20);
         c->ready_seed = rl_rng_next(&g);
         c->per_rank = 1;
-        sb_add(&cases, "%s%d rank(s) x K=%d micro-steps of %lld samples, %d blocks, ready window %d", k ? "; " : "",
-               c->n, c->K, (long long)c->mb, c->model.layers, c->ready_window);
+        rl_grade_text_add(&cases, "%s%d rank(s) x K=%d micro-steps of %lld samples, %d blocks, ready window %d",
+                          k ? "; " : "", c->n, c->K, (long long)c->mb, c->model.layers, c->ready_window);
         char what[160];
         snprintf(what, sizeof what, "%d ranks x %d micro-steps of %lld samples", c->n, c->K, (long long)c->mb);
         rl_trace *t = NULL;
@@ -2427,15 +2403,15 @@ START_TEST(t_nosync_random)
         rl_trace_free(t);
         ddp_case_free(c);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
 }
 END_TEST
 
 START_TEST(t_nosync_groups)
 {
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     ddp_case *c = ddp_case_new(4, 2, rl_grade_pick(&g, 2, 4), 1);
     ddp_case_split(c, &g, rl_grade_pick(&g, 4, 6), &cases);
     c->mb = rl_grade_pick(&g, 2, 5);
@@ -2443,10 +2419,10 @@ START_TEST(t_nosync_groups)
     c->ready_window = rl_grade_pick(&g, 2, 20);
     c->ready_seed = rl_rng_next(&g);
     c->per_rank = 1;
-    sb_add(&cases, "; K=%d micro-steps of %lld samples, small MLP of %d blocks, ready window %d", c->K,
-           (long long)c->mb, c->model.layers, c->ready_window);
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    rl_grade_text_add(&cases, "; K=%d micro-steps of %lld samples, small MLP of %d blocks, ready window %d", c->K,
+                      (long long)c->mb, c->model.layers, c->ready_window);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     rl_trace *t = NULL;
     char what[160];
     snprintf(what, sizeof what, "ddp_train_step with %d micro-steps on two data-parallel groups of a split world",
@@ -2525,16 +2501,16 @@ static void check_ab(int tree)
                 for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
                     ab_point(ctx, tree, ns[i], sizes[k], li ? &hw[p].inter : &hw[p].intra);
     rl_rng g = rl_grade_rng(1);
-    sbuf cases = { 0 };
+    rl_grade_text cases = { 0 };
     for (int k = 0; k < 12; k++) { /* any n, any size, made-up links */
-        rl_link l = { "made-up link", 1e9 * rl_grade_pick(&g, 1, 900), 1e-7 * rl_grade_pick(&g, 1, 100) };
+        rl_link l = {"made-up link", 1e9 * rl_grade_pick(&g, 1, 900), 1e-7 * rl_grade_pick(&g, 1, 100)};
         int n = rl_grade_pick(&g, 1, 5000);
         double bytes = floor(pow(10.0, 10.0 * rl_rng_uniform(&g)));
-        sb_add(&cases, "%sn=%d S=%.0f", k ? "; " : "", n, bytes);
+        rl_grade_text_add(&cases, "%sn=%d S=%.0f", k ? "; " : "", n, bytes);
         ab_point(ctx, tree, n, bytes, &l);
     }
-    printf("cases: %s\n", sb_str(&cases));
-    free(cases.s);
+    printf("cases: %s\n", rl_grade_text_str(&cases));
+    rl_grade_text_free(&cases);
     rl_ctx_free_standalone(ctx);
 }
 
