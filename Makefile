@@ -70,7 +70,7 @@ ifneq ($(HAVE_JANSSON),1)
 	@exit 1
 endif
 
-DEPS_PKGS := build-essential pkg-config check libjansson-dev libopenblas-dev libncurses-dev tmux
+DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev tmux
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_PKGS); \
@@ -236,7 +236,7 @@ endif
 	$(MAKE) --no-print-directory test-unit
 
 test-unit: $(RINGLAB) $(TESTBIN)
-	$(MAKE) --no-print-directory BUILD=build/fakegpu CUDA_FAKE=1 MPI=0 build/fakegpu/ringlab \
+	$(MAKE) --no-print-directory BUILD=build/fakegpu CUDA_FAKE=1 MPI=0 TEST_CHILD_ONLY=1 build/fakegpu/ringlab \
 	  build/fakegpu/tests/run_tests $(foreach l,$(LAB_NAMES),build/fakegpu/solutions/$(l)/run)
 	@echo "== tests ($(BUILD)) =="
 	RINGLAB_BUILD=$(BUILD) RINGLAB_FAKEGPU_BUILD=build/fakegpu $(TESTBIN)
@@ -274,6 +274,33 @@ LAB_RUN_BINS   :=
 LAB_GRADE_BINS :=
 LAB_PATCHED_BINS :=
 
+# The object check (grader/objcheck.c): before a grader links a lab file, the file is compiled
+# once more on its own with these fixed flags (every function and object in a section of its
+# own; no stack protector, fortify or sanitizer calls, so the rules do not depend on the build)
+# and refused, with one line per problem, if it has constructors or destructors, globals other
+# than the lab's functions, inline assembly, or references the rules in grader/allow/ forbid.
+OBJCHECK       := $(BUILD)/objcheck
+RESULTS        := $(BUILD)/results
+OBJCHECK_FLAGS := -std=c11 -D_GNU_SOURCE -O0 -w -fno-pic -fno-stack-protector -U_FORTIFY_SOURCE \
+  -D_FORTIFY_SOURCE=0 -fno-sanitize=all -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
+  -Icommon -Itui
+$(OBJCHECK): $(call obj,grader/objcheck.c)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $^ -o $@
+
+# $(1) lab, $(2) output dir, $(3) the lab file to check, $(4) its include dir: $(2)/objcheck.ok
+define LAB_OBJCHECK
+$(2)/objcheck.ok: $(3) $(OBJCHECK) grader/allow/common.txt grader/allow/$(1).txt $(wildcard $(4)/*.h)
+	@mkdir -p $$(dir $$@)
+	@echo "  CHECK $(3)"
+	@$$(CC) $$(OBJCHECK_FLAGS) -I$(4) -E $(3) -o $(2)/objcheck.i
+	@$$(CC) $$(OBJCHECK_FLAGS) -I$(4) -c $(3) -o $(2)/objcheck.o
+	@$(OBJCHECK) --rules grader/allow/common.txt --rules grader/allow/$(1).txt --source $(3) \
+	  --preprocessed $(2)/objcheck.i $(2)/objcheck.o
+	@touch $$@
+endef
+
 # $(1) lab, $(2) output dir, $(3) sources (main.c included)
 define LAB_VARIANT
 $(2)/run: $(call obj,$(3)) $(TUI_LIB) $(LIB)
@@ -282,7 +309,8 @@ $(2)/run: $(call obj,$(3)) $(TUI_LIB) $(LIB)
 	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) -o $$@
 LAB_RUN_BINS += $(2)/run
 ifneq ($(call lab_grader,$(1)),)
-$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB)
+$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB) \
+  $(2)/objcheck.ok
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
 	@$$(CC) $$(CFLAGS) $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $$(TUI_LIB) \
@@ -296,13 +324,18 @@ define LAB_RULES
 $(BUILD)/obj/labs/$(1)/%.o $(BUILD)/obj/solutions/$(1)/%.o $(BUILD)/obj/$(BUILD)/variants/$(1)/%.o: CFLAGS += -Ilabs/$(1)
 $(BUILD)/obj/grader/grade$(call lab_num,$(1)).o: CFLAGS += -Ilabs/$(1) -Igrader
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/labs/$(1),$(call lab_srcs,$(1))))
+$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/labs/$(1),labs/$(1)/$(notdir $(call sol_file,$(1))),labs/$(1)))
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/solutions/$(1),$(filter-out $(addprefix labs/$(1)/,$(notdir $(call sol_srcs,$(1)))),$(call lab_srcs,$(1))) $(call sol_srcs,$(1))))
+$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/solutions/$(1),$(call sol_file,$(1)),labs/$(1)))
+$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/variants/$(1)/copy,$(BUILD)/variants/$(1)/copy/$(notdir $(call sol_file,$(1))),$(BUILD)/variants/$(1)/copy))
 $(foreach f,$(call lab_files,$(1)),$(eval $(call LAB_COPY_FILE,$(1),copy,$(f),$(or $(wildcard solutions/$(1)/$(f)),labs/$(1)/$(f)))))
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/variants/$(1)/copy,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))))
 $(BUILD)/variants/$(1)/copy/grade $(BUILD)/variants/$(1)/copy/run: $(addprefix $(BUILD)/variants/$(1)/copy/,$(call lab_files,$(1)))
 $(call obj,$(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(call lab_srcs,$(1))))): $(addprefix $(BUILD)/variants/$(1)/copy/,$(notdir $(wildcard labs/$(1)/*.h)))
 $(foreach b,$(call lab_bugs,$(1)),$(eval $(call LAB_PATCHED,$(1),bug_$(b),grader/tests/bugs/$(1)/$(b).sed)))
 $(foreach b,$(call lab_oks,$(1)),$(eval $(call LAB_PATCHED,$(1),ok_$(b),grader/tests/variants/$(1)/$(b).sed)))
+$(foreach b,$(call lab_oks,$(1)),$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/variants/$(1)/ok_$(b),$(BUILD)/variants/$(1)/ok_$(b)/$(notdir $(call sol_file,$(1))),labs/$(1))))
+$(foreach b,$(call lab_oks,$(1)),$(eval $(BUILD)/variants/$(1)/ok_$(b)/grade: $(BUILD)/variants/$(1)/ok_$(b)/objcheck.ok))
 endef
 
 # $(1) lab, $(2) variant, $(3) file name, $(4) where it comes from
@@ -337,10 +370,12 @@ $(BUILD)/obj/grader/tests/%.o: CFLAGS += -Icommon/tests
 # graders (grader/tests run them), so test-unit and test-asan build them too — the planted
 # bugs and correct variants only in the normal build (the sanitizer run does not grade them).
 all: $(LAB_RUN_BINS) $(if $(HAVE_CHECK),$(LAB_GRADE_BINS) $(LAB_PATCHED_BINS),)
-$(TESTBIN): | $(LAB_RUN_BINS) $(LAB_GRADE_BINS) $(if $(SAN),,$(LAB_PATCHED_BINS))
+# (TEST_CHILD_ONLY=1: the emulated-GPU build's test binary, run only as a child program by
+# the normal build's tests, needs none of them)
+$(TESTBIN): | $(if $(TEST_CHILD_ONLY),,$(OBJCHECK) $(RESULTS) $(LAB_RUN_BINS) $(LAB_GRADE_BINS) $(if $(SAN),,$(LAB_PATCHED_BINS)))
 
 # make run LAB=28 [RANKS=4] [SOLUTION=1] [ARGS="--hw a100-pcie --trace run.json"]
-# make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [JSON=results.json]
+# make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json | JSON=dir/]
 LAB         ?= $(firstword $(subst ., ,$(STEP)))
 SOLUTION    ?= 0
 LAB_KIND     = $(if $(filter-out 0,$(SOLUTION)),solutions,labs)
@@ -352,22 +387,28 @@ run: $(if $(LAB),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/run),)
 	@echo "== lab $(LAB_SEL): $(if $(filter solutions,$(LAB_KIND)),reference solution solutions,your code labs)/$(LAB_SEL) =="
 	@$(BUILD)/$(LAB_KIND)/$(LAB_SEL)/run $(if $(RANKS),--ranks $(RANKS),) $(ARGS)
 
-grade: $(if $(HAVE_CHECK),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade),)
+# The score comes from the results files the graders write (grader/results.c reads them),
+# never from their printed output: a lab's code may print anything.
+$(RESULTS): $(call obj,grader/results.c)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+grade: $(if $(HAVE_CHECK),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade) $(RESULTS),)
 ifneq ($(HAVE_CHECK),1)
 	@echo "grading needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
 endif
 	@if [ -z "$(LAB_SEL)" ]; then echo "no lab matches LAB=$(LAB); labs: $(LAB_NAMES)" >&2; exit 2; fi
-	@set -o pipefail; total=0; max=0; fail=0; \
+	@set -o pipefail; fail=0; files=""; \
+	$(if $(filter %/,$(JSON)),mkdir -p $(JSON);) \
 	for l in $(LAB_SEL); do \
 	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
+	  rm -f $(BUILD)/results-$$l.json; \
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
-	    --details $(BUILD)/grade-$$l.details.txt $(if $(JSON),--json $(JSON),) | tee $(BUILD)/grade-$$l.log || fail=1; \
-	  s=$$(sed -n 's/^Score: \([0-9]*\)\/\([0-9]*\)$$/\1 \2/p' $(BUILD)/grade-$$l.log | tail -1); \
-	  [ -n "$$s" ] || { fail=1; s="0 0"; }; \
-	  total=$$((total + $${s% *})); max=$$((max + $${s#* })); \
+	    $(if $(filter-out 0,$(EXAM)),--exam,) --details $(BUILD)/grade-$$l.details.txt --json $(BUILD)/results-$$l.json \
+	    | tee $(BUILD)/grade-$$l.log || fail=1; \
+	  files="$$files $$l=$(BUILD)/results-$$l.json"; \
 	done; \
-	if [ $(words $(LAB_SEL)) -gt 1 ]; then echo "Score: $$total/$$max"; fi; \
-	[ $$fail = 0 ] && [ $$total = $$max ]
+	$(RESULTS) $(if $(filter %/,$(JSON)),--dir $(JSON),$(if $(JSON),--out $(JSON),)) $$files && [ $$fail = 0 ]
 # ================================================================ end of labs and grading
 
 help:
@@ -376,7 +417,7 @@ help:
 	@echo "  make deps         install the Debian packages the build and tests need (as root)"
 	@echo "  make run LAB=28 [RANKS=4] [ARGS=\"--hw a100-pcie --trace run.json\"]   build and run your lab 28"
 	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
-	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [JSON=results.json]   grade your labs (or the solutions)"
+	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/]   grade your labs (or the solutions)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"

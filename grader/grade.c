@@ -16,6 +16,7 @@
 
 /* The runner's own bookkeeping (one grading run per process; a test's child inherits it). */
 static const char *answers_path;
+static int exam_mode; /* --exam / RL_GRADE_EXAM=1: answers only right or wrong, the seed printed last only */
 static uint64_t run_seed;
 static uint64_t test_key;        /* hash of the running test's step and title */
 static char crash_note[2048];    /* rl_grade_note: the last error the code under test reported */
@@ -23,6 +24,7 @@ static char crash_note[2048];    /* rl_grade_note: the last error the code under
 #define CRASH_MARK "[grader] the crash came after this error: "
 
 const char *rl_grade_answers_path(void) { return answers_path; }
+int rl_grade_exam(void) { return exam_mode; }
 
 uint64_t rl_grade_seed(void) { return run_seed; }
 
@@ -347,13 +349,16 @@ static int write_details(const char *path, const rl_grade_lab *lab, const rl_gra
 
 static void usage(const rl_grade_lab *lab, FILE *f)
 {
-    fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE] [--details FILE] [--answers FILE] [--list] [-v]\n"
+    fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE] [--details FILE] [--answers FILE] [--exam] [--list] "
+               "[-v]\n"
                "Grades lab %s (%s); the handout is %s.\n"
                "  --step ID       grade only step ID (repeatable), e.g. --step %s\n"
                "  --seed N        the seed of the randomized cases (default RL_GRADE_SEED, else a fresh one)\n"
                "  --json FILE     also write the results in the Gradescope autograder format\n"
                "  --details FILE  also write every failed test's whole message and output\n"
                "  --answers FILE  the answers file (default %s)\n"
+               "  --exam          exam mode (also RL_GRADE_EXAM=1): an answer is only right or wrong, a failed\n"
+               "                  answers test does not say which answer, and the seed is printed at the end only\n"
                "  --list          list the tests and their points\n"
                "  -v              also show what passing tests printed, and nothing shortened\n"
                "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine);\n"
@@ -440,6 +445,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL;
     answers_path = lab->default_answers;
+    const char *env_exam = getenv("RL_GRADE_EXAM");
+    exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
     const char *env_seed = getenv("RL_GRADE_SEED");
     if (env_seed && *env_seed) {
         if (parse_seed(env_seed, &run_seed)) {
@@ -484,6 +491,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             answers_path = argv[++i];
         } else if (!strcmp(a, "--list")) {
             list = 1;
+        } else if (!strcmp(a, "--exam")) {
+            exam_mode = 1;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -520,8 +529,11 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         run_seed = fresh_seed();
     check_set_max_msg_size(1 << 20); /* messages are never cut by Check */
     double scale = rl_grade_time_scale();
-    printf("Grading lab %s (%s): %d test%s, seed %llu", lab->id, lab->title, nsel, nsel == 1 ? "" : "s",
-           (unsigned long long)run_seed);
+    printf("Grading lab %s (%s): %d test%s", lab->id, lab->title, nsel, nsel == 1 ? "" : "s");
+    if (exam_mode)
+        printf(", exam mode");
+    else
+        printf(", seed %llu", (unsigned long long)run_seed);
     if (scale != 1.0)
         printf(", time limits x%g", scale);
     printf("\n");
@@ -610,8 +622,9 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
         return -1;
     char *line = NULL;
     size_t cap = 0;
-    int found = 0;
+    int found = 0, lineno = 0;
     while (getline(&line, &cap, f) >= 0) {
+        lineno++;
         char *hash = strchr(line, '#');
         if (hash)
             *hash = 0;
@@ -620,14 +633,89 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
             continue;
         *eq = 0;
         char *k = trim(line), *v = trim(eq + 1);
-        if (strcmp(k, key) == 0) {
-            snprintf(value, size, "%s", v);
-            found = *v != 0;
+        if (strcmp(k, key) || !*v)
+            continue;
+        if (found) { /* answered twice: which one counts would be a guess */
+            found = -2;
+            break;
         }
+        snprintf(value, size, "%s", v);
+        found = 1;
     }
     free(line);
     fclose(f);
     return found;
+}
+
+/* Parses one numeric answer: a number (digits, a decimal point, an exponent; the integer part
+ * may group thousands with ',' or '_', three digits a group), then at most one unit word
+ * (letters, '%', '/'; "MB", "us", "GB/s"). Returns 0 and the value, or -1. */
+static int parse_answer_number(const char *v, double *out)
+{
+    char num[96];
+    size_t n = 0;
+    const char *p = v;
+#define PUT(c) do { if (n + 1 >= sizeof num) return -1; num[n++] = (c); } while (0)
+    if (*p == '+' || *p == '-')
+        PUT(*p++);
+    int digits = 0, group = 0, grouped = 0;
+    while (isdigit((unsigned char)*p) || ((*p == ',' || *p == '_') && digits)) {
+        if (*p == ',' || *p == '_') {
+            if ((grouped && group != 3) || (!grouped && digits > 3) || !isdigit((unsigned char)p[1]))
+                return -1;
+            grouped = 1, group = 0, p++;
+            continue;
+        }
+        PUT(*p++);
+        digits++, group++;
+    }
+    if (grouped && group != 3)
+        return -1;
+    if (*p == '.') {
+        PUT(*p++);
+        for (; isdigit((unsigned char)*p); digits++)
+            PUT(*p++);
+    }
+    if (!digits)
+        return -1;
+    if ((*p == 'e' || *p == 'E') &&
+        (isdigit((unsigned char)p[1]) || ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
+        PUT(*p++);
+        if (*p == '+' || *p == '-')
+            PUT(*p++);
+        while (isdigit((unsigned char)*p))
+            PUT(*p++);
+    }
+#undef PUT
+    num[n] = 0;
+    while (isspace((unsigned char)*p))
+        p++;
+    while (*p && (isalpha((unsigned char)*p) || *p == '%' || *p == '/' || (unsigned char)*p >= 0x80))
+        p++; /* one unit word (µs is UTF-8) */
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p)
+        return -1;
+    errno = 0;
+    *out = strtod(num, NULL);
+    return errno || !isfinite(*out) ? -1 : 0;
+}
+
+/* The message for an answers-file lookup that found nothing usable (r = -1, 0 or -2). */
+static void answer_missing(int r, const char *path, const char *key, char *msg, size_t size)
+{
+    if (r == -1)
+        snprintf(msg, size, "cannot read the answers file %s", path ? path : "(none)");
+    else if (r == -2)
+        snprintf(msg, size, "%s is answered more than once in %s: keep one line for it", key, path);
+    else
+        snprintf(msg, size, "%s is not answered yet in %s", key, path);
+}
+
+/* The message of a wrong answer in exam mode: neither which answer nor by how much. */
+static void exam_wrong(char *msg, size_t size)
+{
+    snprintf(msg, size, "an answer of this test is not right (exam mode says neither which one nor by how much)");
 }
 
 int rl_grade_check_number(const char *path, const char *key, double expected, double rel_tol,
@@ -635,31 +723,25 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
 {
     char v[256];
     int r = rl_grade_answer(path, key, v, sizeof v);
-    if (r < 0) {
-        snprintf(msg, size, "cannot read the answers file %s", path ? path : "(none)");
+    if (r != 1) {
+        answer_missing(r, path, key, msg, size);
         return 0;
     }
-    if (r == 0) {
-        snprintf(msg, size, "%s is not answered yet in %s", key, path);
-        return 0;
-    }
-    for (char *c = v; *c; c++) /* allow 1,234 and 1_234 as digit grouping */
-        if (*c == ',' || *c == '_')
-            memmove(c, c + 1, strlen(c)), c--;
-    char *end;
-    errno = 0;
-    double got = strtod(v, &end);
-    if (end == v || errno || !isfinite(got)) {
-        snprintf(msg, size, "%s = '%s' is not a number (write e.g. 6e6 or 0.25; the unit is the one the question asks for)",
-                 key, v);
+    double got;
+    if (parse_answer_number(v, &got)) {
+        snprintf(msg, size, "%s = '%s' is not one number (write e.g. 6e6, 0.25 or 1,234, optionally followed by the "
+                 "unit word the question asks for, and nothing else)", key, v);
         return 0;
     }
     double err = fabs(got - expected), tol = rel_tol * fabs(expected);
     if (err <= tol || (expected == 0 && err <= rel_tol)) {
         return 1;
     }
-    snprintf(msg, size, "%s = %g is off by %.1f%% (tolerance %g%%); check the formula and the unit the question asks for",
-             key, got, expected != 0 ? 100.0 * err / fabs(expected) : 100.0, 100.0 * rel_tol);
+    if (exam_mode)
+        exam_wrong(msg, size);
+    else
+        snprintf(msg, size, "%s = %g is off by %.1f%% (tolerance %g%%); check the formula and the unit the question "
+                 "asks for", key, got, expected != 0 ? 100.0 * err / fabs(expected) : 100.0, 100.0 * rel_tol);
     return 0;
 }
 
@@ -667,23 +749,22 @@ int rl_grade_check_choice(const char *path, const char *key, char expected, char
 {
     char v[256];
     int r = rl_grade_answer(path, key, v, sizeof v);
-    if (r <= 0) {
-        snprintf(msg, size, r < 0 ? "cannot read the answers file %s" : "%s is not answered yet",
-                 r < 0 ? (path ? path : "(none)") : key);
-        if (r == 0)
-            snprintf(msg, size, "%s is not answered yet in %s", key, path);
+    if (r != 1) {
+        answer_missing(r, path, key, msg, size);
         return 0;
     }
-    char c = v[0];
-    if (c == '(' && v[1])
-        c = v[1];
-    c = (char)tolower((unsigned char)c);
-    if (!isalpha((unsigned char)c) || (v[1] && v[0] != '(' && isalpha((unsigned char)v[1]))) {
-        snprintf(msg, size, "%s = '%s': answer with one letter (a, b, c or d)", key, v);
+    const char *p = v + (v[0] == '(');
+    size_t len = strlen(p);
+    int closed = len == 2 && p[1] == ')';
+    if (!isalpha((unsigned char)p[0]) || !(len == 1 || closed) || (v[0] == '(' && !closed)) {
+        snprintf(msg, size, "%s = '%s': answer with one letter (a, b, c or d) and nothing else", key, v);
         return 0;
     }
-    if (c == tolower((unsigned char)expected))
+    if (tolower((unsigned char)p[0]) == tolower((unsigned char)expected))
         return 1;
-    snprintf(msg, size, "%s = %c is not the best answer", key, c);
+    if (exam_mode)
+        exam_wrong(msg, size);
+    else
+        snprintf(msg, size, "%s = %c is not the best answer", key, tolower((unsigned char)p[0]));
     return 0;
 }

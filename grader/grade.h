@@ -62,6 +62,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv);
 
 /* The answers file of this grading run (--answers, else the lab's default). */
 const char *rl_grade_answers_path(void);
+/* 1 in exam mode (--exam, RL_GRADE_EXAM=1): answers only right or wrong, the seed printed last only. */
+int rl_grade_exam(void);
 /* RL_GRADE_TIME_SCALE (1 when unset or invalid). */
 double rl_grade_time_scale(void);
 /* 1 under the sanitizer test run (RL_TEST_QUICK set): tests may shrink their work. */
@@ -93,11 +95,13 @@ void rl_grade_text_free(rl_grade_text *t);
 
 /* ------------------------------------------------------------------ answers files
  * An answers file has one answer per line, `key = value`; `#` starts a comment; blank
- * values mean "not answered". Numbers may use e-notation ("6e6") and may carry a trailing
- * unit word, which is ignored ("6 MB"); the question says which unit to use. */
+ * values mean "not answered"; a key answered twice is an error. A number is one number
+ * (e-notation "6e6"; thousands grouped by ',' or '_' in threes) and at most one unit word,
+ * which is ignored ("6 MB"; the question says which unit to use); a choice is one letter,
+ * "b" or "(b)" or "b)". */
 
 /* Looks key up in the answers file; returns 1 and copies the value (trimmed), 0 when the
- * key is missing or blank, -1 when the file cannot be read. */
+ * key is missing or blank, -1 when the file cannot be read, -2 when it is answered twice. */
 int rl_grade_answer(const char *path, const char *key, char *value, size_t size);
 /* Checks a numeric answer against expected with a relative tolerance; on a wrong or
  * missing answer returns 0 with a message in msg. */

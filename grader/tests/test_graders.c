@@ -265,6 +265,51 @@ START_TEST(test_copy_full_marks)
 }
 END_TEST
 
+/* Answers are parsed strictly (one number and at most a unit word; one letter; a key answered
+ * once), and exam mode says only that an answer of a test is wrong, and the seed at the end. */
+START_TEST(test_answers_strict)
+{
+    char path[64], cmd[1024];
+    snprintf(path, sizeof path, "/tmp/rl_answers_%d.txt", (int)getpid());
+    static const struct {
+        const char *sed, *want; /* a sed script on lab 28's reference answers; "" = still full marks */
+        int exam;
+    } cases[] = {
+        { "s/^h1_total_mb = 6 /h1_total_mb = 6 MB /; s/^h2_ring_steps = 2046 /h2_ring_steps = 2,046 /; "
+          "s/^i1_reverse_order = b/i1_reverse_order = (b)/", "", 0 },
+        { "s/^h1_total_mb = 6 /h1_total_mb = 0x6 /", "h1_total_mb = '0x6' is not one number", 0 },
+        { "s/^h1_total_mb = 6 /h1_total_mb = 6 or 7 /", "h1_total_mb = '6 or 7' is not one number", 0 },
+        { "s/^h2_ring_steps = 2046 /h2_ring_steps = 20,46 /", "h2_ring_steps = '20,46' is not one number", 0 },
+        { "s/^i1_reverse_order = b/i1_reverse_order = b because/", "answer with one letter", 0 },
+        { "$a h5_wait_ms = 60", "h5_wait_ms is answered more than once", 0 },
+        { "s/^h1_total_mb = 6 /h1_total_mb = 7 /", "h1_total_mb = 7 is off by 16.7%", 0 },
+        { "s/^h1_total_mb = 6 /h1_total_mb = 7 /", "an answer of this test is not right (exam mode", 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "sed -e '%s' solutions/28_ddp/answers.txt > %s", cases[i].sed, path);
+        ck_assert_int_eq(system(cmd), 0);
+        char extra[64];
+        snprintf(extra, sizeof extra, "--step 28.5%s", cases[i].exam ? " --exam" : "");
+        grade_out g;
+        run_grader("solutions/28_ddp/grade", path, extra, &g);
+        if (!*cases[i].want)
+            ck_assert_msg(g.status == 0 && g.score == g.max, "case %zu (%s) must keep full marks:\n%s", i,
+                          cases[i].sed, g.text);
+        else
+            ck_assert_msg(g.status == 1 && g.score < g.max && strstr(g.text, cases[i].want),
+                          "case %zu (%s): expected a lost test saying '%s':\n%s", i, cases[i].sed, cases[i].want, g.text);
+        if (cases[i].exam) {
+            const char *first = strchr(g.text, '\n');
+            ck_assert_msg(!strstr(g.text, "off by") && !strstr(g.text, "h1_total_mb") && first &&
+                              !memmem(g.text, (size_t)(first - g.text), "seed", 4),
+                          "exam mode names the answer, its error or the seed before the end:\n%s", g.text);
+        }
+        free(g.text);
+    }
+    unlink(path);
+}
+END_TEST
+
 /* The "cases:" lines each test printed under -v, as "title\tcases..." lines joined (malloc'd). */
 static char *cases_by_test(const grade_out *g)
 {
@@ -439,5 +484,9 @@ Suite *graders_suite(void)
             tcase_add_loop_test(tc, test_patched_variant, first, end);
         suite_add_tcase(s, tc);
     }
+    TCase *answers = tcase_create("answers");
+    tcase_set_timeout(answers, 120 * slow);
+    tcase_add_test(answers, test_answers_strict);
+    suite_add_tcase(s, answers);
     return s;
 }

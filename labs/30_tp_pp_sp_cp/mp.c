@@ -195,7 +195,7 @@ int pp_execute(pp_stage *st, const rl_pp_schedule *s)
 int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *err, size_t errlen)
 {
     /* TODO(30.5): contiguous: pos[i] = rank·seq/cp + i (seq % cp == 0); zig-zag: chunks rank and
-     * 2cp−rank−1 of 2cp (rl_cp_zigzag_positions does it). Refuse bad input (message in err). */
+     * 2cp−rank−1 of 2cp (rl_cp_zigzag_chunks names them). Refuse bad input (message in err). */
     (void)seq, (void)cp, (void)rank, (void)zigzag, (void)pos;
     snprintf(err, errlen, "step 30.5 (context parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
     return RL_ERR_NOT_IMPLEMENTED;

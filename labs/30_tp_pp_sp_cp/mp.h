@@ -178,8 +178,8 @@ void pp_target(rl_tensor *y, int mb, uint64_t seed);
  * r·seq/cp ..) or zig-zag (chunks r and 2cp−r−1 of 2cp, rl_cp_zigzag_chunks). Fills pos
  * [seq/cp] in local order: pos[i] is the global position of local row i — contiguous
  * r·seq/cp + i; zig-zag chunk r's positions ascending, then chunk 2cp−r−1's (as
- * rl_cp_zigzag_positions). RL_ERR_ARG with a message in err unless seq is divisible by cp
- * (zig-zag: by 2cp), cp >= 1 and 0 <= rank < cp. */
+ * common/attn_blocks.h's rl_cp_zigzag_positions, which mp.c may not call). RL_ERR_ARG with a
+ * message in err unless seq is divisible by cp (zig-zag: by 2cp), cp >= 1 and 0 <= rank < cp. */
 int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *err, size_t errlen);
 /* The log-sum-exp merge: (out, lse) ← (out, lse) ⊕ (out_b, lse_b), out [b, sq, nh·hd], lse
  * [b, nh, sq] (layouts of attn_blocks.h): lse' = lse + log(1 + exp(lse_b − lse)),

@@ -437,8 +437,19 @@ int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *
                  (long long)seq, cp, rank);
         return RL_ERR_ARG;
     }
-    if (zigzag)
-        return rl_cp_zigzag_positions(seq, cp, rank, pos, err, errlen);
+    if (zigzag) { /* chunk rank, then its mirror 2cp-1-rank: every rank gets an early and a late chunk */
+        if (seq % (2 * cp)) {
+            snprintf(err, errlen, "cp_positions: zig-zag needs the sequence (%lld) divisible by 2·cp = %d",
+                     (long long)seq, 2 * cp);
+            return RL_ERR_ARG;
+        }
+        int64_t c = seq / (2 * cp);
+        for (int64_t i = 0; i < c; i++) {
+            pos[i] = (int64_t)rank * c + i;
+            pos[c + i] = (int64_t)(2 * cp - 1 - rank) * c + i;
+        }
+        return 0;
+    }
     if (seq % cp) {
         snprintf(err, errlen, "cp_positions: the sequence (%lld) is not divisible by cp = %d", (long long)seq, cp);
         return RL_ERR_ARG;

@@ -1,0 +1,474 @@
+/* objcheck.c — checks a lab file's object before a grader links it.
+ *
+ *   objcheck --rules FILE [--rules FILE ...] --source LAB.c [--preprocessed LAB.i] LAB.o
+ *
+ * LAB.o is the lab file compiled on its own with the check's fixed flags (-ffunction-sections
+ * -fdata-sections, no stack protector, no fortify, no sanitizers: see the Makefile), so that
+ * every function and object sits in a section of its own. The object is refused, with one
+ * line per problem naming the symbol, the function and the step, when it has:
+ *  - a section other than code, read-only data, data, bss, notes, debug info and their
+ *    relocations — constructors and destructors (.init_array, .fini_array, .preinit_array,
+ *    .ctors, .dtors) run outside the graded functions;
+ *  - a GNU indirect function (STT_GNU_IFUNC), or a global symbol that is not one of the lab's
+ *    functions (`define` below): a global `_exit`, `exit` or `rl_calc_zero` would replace the
+ *    library's for the whole grader;
+ *  - a reference to a symbol the rules do not allow, or one that a function may not reach
+ *    (through its own code, the static helpers it calls and the data it points to);
+ *  - inline assembly in the lab file's own lines (LAB.i: raw system calls).
+ * Rules files: `#` starts a comment (after a rule: the reason shown with a refusal);
+ *   define NAME STEP         a function of the lab's API (the only globals allowed)
+ *   allow PATTERN ...        symbols every function may reference (PATTERN: a name or a prefix*)
+ *   deny PATTERN ...         symbols no function may reference (beats allow)
+ *   deny FUNC: PATTERN ...   symbols FUNC may not reach
+ * Exit status 0 when the object passes, 1 when it is refused, 2 on bad usage or input. */
+#include <elf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rule {
+    int kind;             /* 'd' define, 'a' allow, 'n' deny (everywhere), 'f' deny for one function */
+    char *func;           /* 'f': the function; 'd': the name */
+    char *step;           /* 'd': the step */
+    char **pats;
+    int npats;
+    char *why;            /* the rule's comment, or "" */
+} rule;
+
+typedef struct rules {
+    rule *r;
+    int n, cap;
+} rules;
+
+typedef struct obj {
+    unsigned char *bytes;
+    size_t size;
+    const Elf64_Shdr *sh;
+    int nsh;
+    const char *shstr;
+    const Elf64_Sym *sym;
+    int nsym;
+    const char *str;
+    int **edges_sec;      /* per section: sections it refers to (-1 terminated lists, malloc'd) */
+    int *nedges_sec;
+    const char ***edges_und; /* per section: undefined names it refers to */
+    int *nedges_und;
+} obj;
+
+static int problems;
+
+/* Prints one refusal line. */
+static void refuse(const char *src, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(const char *src, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("objcheck: %s: ", src);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    problems++;
+}
+
+static char *dup_str(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* 1 when name matches pat (a name, or a prefix ending in '*'). */
+static int match(const char *pat, const char *name)
+{
+    size_t n = strlen(pat);
+    if (n && pat[n - 1] == '*')
+        return strncmp(pat, name, n - 1) == 0;
+    return strcmp(pat, name) == 0;
+}
+
+/* Reads one rules file; returns 0 or -1 (a message printed). */
+static int read_rules(const char *path, rules *rs)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "objcheck: cannot read the rules file %s\n", path);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+    while (getline(&line, &cap, f) > 0) {
+        lineno++;
+        char *hash = strchr(line, '#'), *why = "";
+        if (hash) {
+            *hash = 0;
+            why = hash + 1;
+            while (*why == ' ')
+                why++;
+            why[strcspn(why, "\n")] = 0;
+        }
+        char *save = NULL, *w = strtok_r(line, " \t\n", &save);
+        if (!w)
+            continue;
+        rule r = { 0 };
+        r.why = dup_str(why, strlen(why));
+        if (strcmp(w, "define") == 0) {
+            char *name = strtok_r(NULL, " \t\n", &save), *step = strtok_r(NULL, " \t\n", &save);
+            if (!name || !step) {
+                fprintf(stderr, "objcheck: %s:%d: define needs a name and a step\n", path, lineno);
+                rc = -1;
+                break;
+            }
+            r.kind = 'd';
+            r.func = dup_str(name, strlen(name));
+            r.step = dup_str(step, strlen(step));
+        } else if (strcmp(w, "allow") == 0 || strcmp(w, "deny") == 0) {
+            r.kind = w[0] == 'a' ? 'a' : 'n';
+            for (char *p; (p = strtok_r(NULL, " \t\n", &save));) {
+                size_t n = strlen(p);
+                if (r.kind == 'n' && r.npats == 0 && !r.func && n > 1 && p[n - 1] == ':') {
+                    r.kind = 'f';
+                    r.func = dup_str(p, n - 1);
+                    continue;
+                }
+                r.pats = realloc(r.pats, (size_t)(r.npats + 1) * sizeof *r.pats);
+                r.pats[r.npats++] = dup_str(p, n);
+            }
+        } else {
+            fprintf(stderr, "objcheck: %s:%d: unknown rule '%s' (define, allow, deny)\n", path, lineno, w);
+            rc = -1;
+            break;
+        }
+        if (rs->n == rs->cap) {
+            rs->cap = rs->cap ? 2 * rs->cap : 32;
+            rs->r = realloc(rs->r, (size_t)rs->cap * sizeof *rs->r);
+        }
+        rs->r[rs->n++] = r;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* The define rule of name, or NULL. */
+static const rule *defined_as(const rules *rs, const char *name)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->r[i].kind == 'd' && strcmp(rs->r[i].func, name) == 0)
+            return &rs->r[i];
+    return NULL;
+}
+
+/* The first rule of kind (and function, for 'f') with a pattern matching name, or NULL. */
+static const rule *find_rule(const rules *rs, int kind, const char *func, const char *name)
+{
+    for (int i = 0; i < rs->n; i++) {
+        const rule *r = &rs->r[i];
+        if (r->kind != kind || (kind == 'f' && strcmp(r->func, func) != 0))
+            continue;
+        for (int k = 0; k < r->npats; k++)
+            if (match(r->pats[k], name))
+                return r;
+    }
+    return NULL;
+}
+
+/* Loads and validates an ELF64 relocatable object; returns 0 or -1 (a message printed). */
+static int load(const char *path, obj *o)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "objcheck: cannot read %s\n", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    o->bytes = malloc(size > 0 ? (size_t)size : 1);
+    o->size = fread(o->bytes, 1, size > 0 ? (size_t)size : 0, f);
+    fclose(f);
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)o->bytes;
+    if (o->size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_type != ET_REL || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (Elf64_Off)eh->e_shnum * sizeof(Elf64_Shdr) > o->size || eh->e_shstrndx >= eh->e_shnum) {
+        fprintf(stderr, "objcheck: %s is not a 64-bit ELF object file\n", path);
+        return -1;
+    }
+    o->sh = (const Elf64_Shdr *)(o->bytes + eh->e_shoff);
+    o->nsh = eh->e_shnum;
+    for (int i = 0; i < o->nsh; i++)
+        if (o->sh[i].sh_type != SHT_NOBITS && o->sh[i].sh_offset + o->sh[i].sh_size > o->size) {
+            fprintf(stderr, "objcheck: %s: section %d lies outside the file\n", path, i);
+            return -1;
+        }
+    o->shstr = (const char *)o->bytes + o->sh[eh->e_shstrndx].sh_offset;
+    for (int i = 0; i < o->nsh; i++)
+        if (o->sh[i].sh_type == SHT_SYMTAB) {
+            o->sym = (const Elf64_Sym *)(o->bytes + o->sh[i].sh_offset);
+            o->nsym = (int)(o->sh[i].sh_size / sizeof(Elf64_Sym));
+            if (o->sh[i].sh_link >= (Elf64_Word)o->nsh)
+                return -1;
+            o->str = (const char *)o->bytes + o->sh[o->sh[i].sh_link].sh_offset;
+        }
+    return 0;
+}
+
+static const char *sec_name(const obj *o, int i) { return o->shstr + o->sh[i].sh_name; }
+static const char *sym_name(const obj *o, int i) { return o->str ? o->str + o->sym[i].st_name : ""; }
+
+static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* 1 when a section of this name may be in a lab object. */
+static int section_allowed(const char *n)
+{
+    static const char *ok[] = { ".text", ".rodata", ".data", ".bss", ".tdata", ".tbss", ".note", ".debug",
+                                ".comment", ".eh_frame", ".rela", ".symtab", ".strtab", ".shstrtab", ".group",
+                                ".llvm_addrsig", ".gnu.build.attributes", NULL };
+    if (!*n)
+        return 1;
+    for (int i = 0; ok[i]; i++)
+        if (has_prefix(n, ok[i]))
+            return 1;
+    return 0;
+}
+
+/* The function defined at the start of section s (or the section's name). */
+static const char *owner(const obj *o, int s)
+{
+    const char *best = NULL;
+    for (int i = 1; i < o->nsym; i++)
+        if (o->sym[i].st_shndx == s && ELF64_ST_TYPE(o->sym[i].st_info) == STT_FUNC) {
+            const char *n = sym_name(o, i);
+            if (!best || ELF64_ST_BIND(o->sym[i].st_info) != STB_LOCAL)
+                best = n;
+        }
+    if (!best)
+        for (int i = 1; i < o->nsym; i++)
+            if (o->sym[i].st_shndx == s && ELF64_ST_TYPE(o->sym[i].st_info) == STT_OBJECT)
+                return sym_name(o, i);
+    return best ? best : sec_name(o, s);
+}
+
+/* Builds each section's references (to sections and to undefined names) from the relocations. */
+static void build_edges(obj *o)
+{
+    o->edges_sec = calloc((size_t)o->nsh, sizeof *o->edges_sec);
+    o->nedges_sec = calloc((size_t)o->nsh, sizeof *o->nedges_sec);
+    o->edges_und = calloc((size_t)o->nsh, sizeof *o->edges_und);
+    o->nedges_und = calloc((size_t)o->nsh, sizeof *o->nedges_und);
+    for (int i = 0; i < o->nsh; i++) {
+        const Elf64_Shdr *h = &o->sh[i];
+        if (h->sh_type != SHT_RELA || h->sh_info >= (Elf64_Word)o->nsh || !h->sh_entsize)
+            continue;
+        int t = (int)h->sh_info;
+        const Elf64_Rela *rel = (const Elf64_Rela *)(o->bytes + h->sh_offset);
+        for (size_t k = 0; k < h->sh_size / sizeof *rel; k++) {
+            int si = (int)ELF64_R_SYM(rel[k].r_info);
+            if (si <= 0 || si >= o->nsym)
+                continue;
+            const Elf64_Sym *s = &o->sym[si];
+            if (s->st_shndx == SHN_UNDEF) {
+                o->edges_und[t] = realloc(o->edges_und[t], (size_t)(o->nedges_und[t] + 1) * sizeof(char *));
+                o->edges_und[t][o->nedges_und[t]++] = sym_name(o, si);
+            } else if (s->st_shndx < (Elf64_Half)o->nsh) {
+                o->edges_sec[t] = realloc(o->edges_sec[t], (size_t)(o->nedges_sec[t] + 1) * sizeof(int));
+                o->edges_sec[t][o->nedges_sec[t]++] = s->st_shndx;
+            }
+        }
+    }
+}
+
+/* Marks in seen[] every section reachable from section s. */
+static void reach(const obj *o, int s, char *seen)
+{
+    if (seen[s])
+        return;
+    seen[s] = 1;
+    for (int k = 0; k < o->nedges_sec[s]; k++)
+        reach(o, o->edges_sec[s][k], seen);
+}
+
+/* The step named for function f ("" when it is not an API function). */
+static const char *step_of(const rules *rs, const char *f)
+{
+    const rule *d = defined_as(rs, f);
+    return d ? d->step : "";
+}
+
+/* Checks the lab file's own lines of the preprocessed source for inline assembly. */
+static void check_asm(const char *ipath, const char *src)
+{
+    FILE *f = fopen(ipath, "r");
+    if (!f) {
+        fprintf(stderr, "objcheck: cannot read %s\n", ipath);
+        problems++;
+        return;
+    }
+    const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+    char *line = NULL;
+    size_t cap = 0;
+    int mine = 0;
+    long lineno = 0;
+    while (getline(&line, &cap, f) > 0) {
+        if (line[0] == '#') { /* # N "file" flags */
+            char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+            if (q && e) {
+                *e = 0;
+                const char *fb = strrchr(q + 1, '/') ? strrchr(q + 1, '/') + 1 : q + 1;
+                mine = strcmp(fb, base) == 0;
+                lineno = strtol(line + 1, NULL, 10) - 1;
+            }
+            continue;
+        }
+        lineno++;
+        if (!mine)
+            continue;
+        for (char *p = line; *p;) {
+            if (*p == '"' || *p == '\'') { /* skip a literal */
+                char qc = *p++;
+                while (*p && *p != qc)
+                    p += (*p == '\\' && p[1]) ? 2 : 1;
+                p += *p != 0;
+            } else if (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+                char *w = p;
+                while (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+                    p++;
+                size_t n = (size_t)(p - w);
+                if ((n == 3 && !strncmp(w, "asm", 3)) || (n == 5 && !strncmp(w, "__asm", 5)) ||
+                    (n == 7 && !strncmp(w, "__asm__", 7))) {
+                    refuse(src, "line %ld: inline assembly (%.*s) is not allowed in a lab file: write the step in "
+                           "C with the runtime's API", lineno, (int)n, w);
+                    break;
+                }
+            } else {
+                p++;
+            }
+        }
+    }
+    free(line);
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    rules rs = { 0 };
+    const char *src = NULL, *ipath = NULL, *opath = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--rules") == 0 && i + 1 < argc) {
+            if (read_rules(argv[++i], &rs))
+                return 2;
+        } else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc) {
+            src = argv[++i];
+        } else if (strcmp(argv[i], "--preprocessed") == 0 && i + 1 < argc) {
+            ipath = argv[++i];
+        } else if (argv[i][0] != '-' && !opath) {
+            opath = argv[i];
+        } else {
+            opath = NULL;
+            break;
+        }
+    }
+    if (!opath || !src) {
+        fprintf(stderr, "usage: objcheck --rules FILE [--rules FILE ...] --source LAB.c [--preprocessed LAB.i] "
+                        "LAB.o\n");
+        return 2;
+    }
+    obj o = { 0 };
+    if (load(opath, &o))
+        return 2;
+    if (ipath)
+        check_asm(ipath, src);
+
+    for (int i = 1; i < o.nsh; i++) {
+        const char *n = sec_name(&o, i);
+        if (has_prefix(n, ".init_array") || has_prefix(n, ".fini_array") || has_prefix(n, ".preinit_array") ||
+            has_prefix(n, ".ctors") || has_prefix(n, ".dtors") || !strcmp(n, ".init") || !strcmp(n, ".fini"))
+            refuse(src, "section %s: a constructor or destructor runs before or after the graded functions — "
+                   "remove it (no __attribute__((constructor)) or ((destructor)))", n);
+        else if (!section_allowed(n))
+            refuse(src, "section %s is not code, data or read-only data: a lab file may not place code or "
+                   "data in sections of its own", n);
+        else if ((o.sh[i].sh_flags & SHF_EXECINSTR) && !has_prefix(n, ".text"))
+            refuse(src, "section %s holds code but is not .text", n);
+    }
+
+    for (int i = 1; i < o.nsym; i++) {
+        const Elf64_Sym *s = &o.sym[i];
+        const char *n = sym_name(&o, i);
+        int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
+        if (type == STT_GNU_IFUNC)
+            refuse(src, "%s is an indirect function (ifunc): its resolver would run while the grader loads", n);
+        if (s->st_shndx == SHN_UNDEF || bind == STB_LOCAL || !*n)
+            continue;
+        const rule *d = defined_as(&rs, n);
+        if (!d)
+            refuse(src, "defines the global symbol %s, which is not one of the lab's functions: make it static "
+                   "(a global of that name would replace the library's or the grader's own for the whole grader)",
+                   n);
+        else if (type != STT_FUNC)
+            refuse(src, "%s (step %s) must be a function", n, d->step);
+    }
+
+    build_edges(&o);
+    /* every undefined name referenced, by the lab-wide rules */
+    for (int i = 1; i < o.nsym; i++) {
+        const char *n = sym_name(&o, i);
+        if (o.sym[i].st_shndx != SHN_UNDEF || !*n)
+            continue;
+        const rule *deny = find_rule(&rs, 'n', NULL, n), *allow = find_rule(&rs, 'a', NULL, n);
+        if (deny || !allow) {
+            char users[512] = "";
+            for (int s = 1; s < o.nsh; s++)
+                for (int k = 0; k < o.nedges_und[s]; k++)
+                    if (!strcmp(o.edges_und[s][k], n)) {
+                        const char *f = owner(&o, s), *st = step_of(&rs, f);
+                        size_t len = strlen(users);
+                        snprintf(users + len, sizeof users - len, "%s%s%s%s%s", len ? ", " : "", f, *st ? " (" : "",
+                                 st, *st ? ")" : "");
+                        break;
+                    }
+            if (deny)
+                refuse(src, "%s calls or refers to %s, which a lab file may not use%s%s", *users ? users : "the file",
+                       n, *deny->why ? ": " : "", deny->why);
+            else
+                refuse(src, "%s calls or refers to %s, which is not among the functions a lab file may use (the "
+                       "runtime's API in the handout, and the C library's string, memory, printing and math "
+                       "functions)", *users ? users : "the file", n);
+        }
+    }
+    /* what each function of the lab reaches, by the per-function rules */
+    char *seen = malloc((size_t)o.nsh);
+    for (int i = 1; i < o.nsym; i++) {
+        const Elf64_Sym *s = &o.sym[i];
+        const char *f = sym_name(&o, i);
+        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_shndx >= o.nsh ||
+            !defined_as(&rs, f))
+            continue;
+        memset(seen, 0, (size_t)o.nsh);
+        reach(&o, s->st_shndx, seen);
+        for (int sec = 1; sec < o.nsh; sec++) {
+            if (!seen[sec])
+                continue;
+            for (int k = 0; k < o.nedges_und[sec]; k++) {
+                const char *n = o.edges_und[sec][k];
+                const rule *r = find_rule(&rs, 'f', f, n);
+                if (!r)
+                    continue;
+                refuse(src, "%s (step %s) may not use %s%s%s%s%s", f, step_of(&rs, f), n,
+                       sec != (int)s->st_shndx ? ", reached through " : "", sec != (int)s->st_shndx ? owner(&o, sec) : "",
+                       *r->why ? ": " : "", r->why);
+                seen[sec] = 0;
+                break;
+            }
+        }
+    }
+    free(seen);
+    if (problems) {
+        printf("objcheck: %s: %d problem%s; the grader links only lab files that pass this check (the rules: "
+               "grader/allow/)\n", src, problems, problems == 1 ? "" : "s");
+        return 1;
+    }
+    return 0;
+}
