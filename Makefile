@@ -324,7 +324,13 @@ define LAB_RULES
 $(BUILD)/obj/labs/$(1)/%.o $(BUILD)/obj/solutions/$(1)/%.o $(BUILD)/obj/$(BUILD)/variants/$(1)/%.o: CFLAGS += -Ilabs/$(1)
 $(BUILD)/obj/grader/grade$(call lab_num,$(1)).o: CFLAGS += -Ilabs/$(1) -Igrader
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/labs/$(1),$(call lab_srcs,$(1))))
-$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/labs/$(1),labs/$(1)/$(notdir $(call sol_file,$(1))),labs/$(1)))
+$(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/labs/$(1),labs/$(1)/$(call lab_file,$(1)),labs/$(1)))
+$(if $(call sol_srcs,$(1)),$(eval $(call LAB_WITH_SOLUTION,$(1))))
+endef
+
+# $(1) lab: what needs its reference solution (a release has none): solutions/, the copy of the
+# solution over the skeleton, planted bugs and correct variants
+define LAB_WITH_SOLUTION
 $(eval $(call LAB_VARIANT,$(1),$(BUILD)/solutions/$(1),$(filter-out $(addprefix labs/$(1)/,$(notdir $(call sol_srcs,$(1)))),$(call lab_srcs,$(1))) $(call sol_srcs,$(1))))
 $(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/solutions/$(1),$(call sol_file,$(1)),labs/$(1)))
 $(eval $(call LAB_OBJCHECK,$(1),$(BUILD)/variants/$(1)/copy,$(BUILD)/variants/$(1)/copy/$(notdir $(call sol_file,$(1))),$(BUILD)/variants/$(1)/copy))
@@ -348,6 +354,7 @@ endef
 # $(1) lab, $(2) variant dir name, $(3) the sed script: the solution file patched by it, linked
 # with the objects of the lab's other files (as built for labs/NN_name)
 sol_file    = $(firstword $(call sol_srcs,$(1)))
+lab_file    = $(notdir $(firstword $(filter-out %/main.c %_support.c,$(call lab_srcs,$(1)))))
 lab_others  = $(filter-out %/main.c labs/$(1)/$(notdir $(call sol_file,$(1))),$(call lab_srcs,$(1)))
 define LAB_PATCHED
 $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1)) $(3)
@@ -409,6 +416,21 @@ endif
 	  files="$$files $$l=$(BUILD)/results-$$l.json"; \
 	done; \
 	$(RESULTS) $(if $(filter %/,$(JSON)),--dir $(JSON),$(if $(JSON),--out $(JSON),)) $$files && [ $$fail = 0 ]
+# make release: the learners' tarball, build/ringlab-labs.tar.gz — the tracked files without the
+# reference solutions, the planted bugs, the correct variants, the attacks and the tests that
+# need them, with docs/release/README.md as its README. It builds, runs every lab and grades 0.
+RELEASE_DIR  := $(BUILD)/release/ringlab-labs
+RELEASE_SKIP := ^(solutions/|grader/tests/(bugs|variants|attacks)/|grader/tests/test_(graders|objcheck|release)\.c$$|\.ci/|docs/release/)
+.PHONY: release
+release:
+	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make release needs a git checkout (it ships the tracked files)" >&2; exit 2; }
+	@rm -rf $(BUILD)/release && mkdir -p $(RELEASE_DIR)
+	@git ls-files | grep -Ev '$(RELEASE_SKIP)' | tar -cf - -T - | tar -xf - -C $(RELEASE_DIR)
+	@cp docs/release/README.md $(RELEASE_DIR)/README.md
+	@git rev-parse HEAD > $(RELEASE_DIR)/VERSION
+	@tar -czf $(BUILD)/ringlab-labs.tar.gz -C $(BUILD)/release ringlab-labs
+	@echo "  RELEASE $(BUILD)/ringlab-labs.tar.gz ($$(tar -tzf $(BUILD)/ringlab-labs.tar.gz | wc -l) entries, commit $$(cut -c1-12 $(RELEASE_DIR)/VERSION))"
+
 # ================================================================ end of labs and grading
 
 help:
@@ -419,6 +441,7 @@ help:
 	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
 	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/]   grade your labs (or the solutions)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
+	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"
 	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"

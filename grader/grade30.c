@@ -2985,7 +2985,7 @@ static const rl_grade_test tests30[] = {
     { "30.3", "gradient shards; db2 over this rank's rows", 2, 20, &t_sp_grads },
     { "30.3", "all-gather and reduce-scatter of b*s*h, no all-reduce (trace)", 4, 20, &t_sp_volume },
     { "30.3", "activation bytes per rank reduced", 4, 20, &t_sp_memory },
-    { "30.3", "on a sub-communicator: two TP groups, collectives on the group (trace)", 2, 20, &t_sp_groups },
+    { "30.3", "on a sub-communicator: two TP groups, the SP collectives on the group (trace)", 2, 20, &t_sp_groups },
     { "30.3", "answers: activation memory with and without SP", 2, 10, &t_ans_act },
     { "30.4", "schedules validate (dependencies, no deadlock)", 4, 20, &t_pp_validate },
     { "30.4", "op lists in the handout's order", 4, 20, &t_pp_order },

@@ -178,6 +178,60 @@ static void scan_patched(void)
         }
 }
 
+/* The whole file (malloc'd, NUL-terminated) and its length, or NULL. */
+static char *slurp_file(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)*len + 1);
+    s[fread(s, 1, (size_t)*len, f)] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Runs the graders' commands cmds[0..n) at the same time (each to a file of its own) and
+ * fills outs[] as run_cmd does: the pinned seeds of a variant run side by side. */
+static void run_cmds_parallel(char *const *cmds, int n, grade_out *outs)
+{
+    pid_t pids[8];
+    char paths[8][64];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "/tmp/rl_grade_%d_%d.out", (int)getpid(), i);
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0) {
+            FILE *f = freopen(paths[i], "w", stdout);
+            if (!f || dup2(fileno(stdout), 2) < 0)
+                _exit(127);
+            execl("/bin/sh", "sh", "-c", cmds[i], (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        int st;
+        waitpid(pids[i], &st, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        grade_out *g = &outs[i];
+        memset(g, 0, sizeof *g);
+        g->score = g->max = -1;
+        long len;
+        g->text = slurp_file(paths[i], &len);
+        unlink(paths[i]);
+        if (!g->text)
+            g->text = calloc(1, 1);
+        g->seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        g->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        for (char *t = g->text; (t = strstr(t, "Score: ")); t++)
+            sscanf(t, "Score: %d/%d", &g->score, &g->max);
+    }
+}
+
 /* Runs the grader of one build variant of a lab ("labs/28_ddp", "solutions/...", "variants/..."). */
 static void run_variant(const char *variant, const char *answers, const char *extra, grade_out *g)
 {
@@ -310,7 +364,7 @@ START_TEST(test_answers_strict)
 }
 END_TEST
 
-/* The "cases:" lines each test printed under -v, as "title\tcases..." lines joined (malloc'd). */
+/* The "cases:" lines each test printed under -v, as "STEP STEP-TITLE: TITLE\tcases..." lines joined (malloc'd). */
 static char *cases_by_test(const grade_out *g)
 {
     size_t cap = strlen(g->text) + 1, len = 0;
@@ -321,9 +375,8 @@ static char *cases_by_test(const grade_out *g)
         const char *eol = strchr(p, '\n');
         int n = eol ? (int)(eol - p) : (int)strlen(p);
         if (!strncmp(p, "== ", 3)) {
-            const char *c = memchr(p, ':', (size_t)n);
-            const char *e = c ? strstr(c, " == ") : NULL;
-            title = c ? c + 2 : NULL;
+            const char *e = strstr(p + 3, " == "); /* "== STEP STEP-TITLE: TITLE == ..." */
+            title = p + 3;
             tlen = e && e < p + n ? (int)(e - title) : 0;
         } else if (title && !strncmp(p, "   | cases:", 11)) {
             len += (size_t)snprintf(out + len, cap - len, "%.*s\t%.*s\n", tlen, title, n - 5, p + 5);
@@ -334,27 +387,15 @@ static char *cases_by_test(const grade_out *g)
 }
 
 /* The lines of text that start with a test of step `step` ("28.3"). */
-static char *cases_of_step(const char *cases, const grade_out *g, const char *step)
+static char *cases_of_step(const char *cases, const char *step)
 {
-    char *out = calloc(1, strlen(cases) + 1);
-    size_t len = 0;
+    char *out = calloc(1, strlen(cases) + 1), key[32];
+    size_t len = 0, k = (size_t)snprintf(key, sizeof key, "%s ", step); /* lines start "STEP STEP-TITLE: ..." */
     for (const char *p = cases; *p;) {
         const char *eol = strchr(p, '\n');
         int n = (int)(eol - p);
-        char title[256];
-        snprintf(title, sizeof title, "%.*s", (int)(strchr(p, '\t') - p), p);
-        char key[300];
-        snprintf(key, sizeof key, "== %s ", step);
-        for (const char *t = g->text; (t = strstr(t, key)); t++) {
-            const char *e = strchr(t, '\n');
-            char want[300];
-            snprintf(want, sizeof want, ": %s == ", title);
-            const char *w = strstr(t, want);
-            if (w && (!e || w < e)) {
-                len += (size_t)sprintf(out + len, "%.*s\n", n, p);
-                break;
-            }
-        }
+        if (!strncmp(p, key, k))
+            len += (size_t)sprintf(out + len, "%.*s\n", n, p);
         p = eol + 1;
     }
     return out;
@@ -386,7 +427,7 @@ START_TEST(test_seed_replays_cases)
         snprintf(extra, sizeof extra, "-v --seed 1001 --step %s", step);
         grade_out s;
         run_variant(variant, answers, extra, &s);
-        char *cs = cases_by_test(&s), *want = cases_of_step(ca, &a, step);
+        char *cs = cases_by_test(&s), *want = cases_of_step(ca, step);
         ck_assert_msg(!strcmp(cs, want), "lab %s, step %s alone with seed 1001 drew other cases than the whole run:"
                       "\n%s\n--- whole run:\n%s", l->num, step, cs, want);
         free(cs), free(want), free(s.text);
@@ -424,10 +465,18 @@ START_TEST(test_patched_variant)
     step_args(p, steps, sizeof steps);
     if (!strcmp(p->steps, "all"))
         steps[0] = 0;
+    char *cmds[NSEEDS];
+    grade_out outs[NSEEDS];
     for (int k = 0; k < NSEEDS; k++) {
         snprintf(extra, sizeof extra, "--seed %s%s", pinned_seeds[k], steps);
-        grade_out g;
-        run_variant(variant, answers, extra, &g);
+        cmds[k] = malloc(1024);
+        snprintf(cmds[k], 1024, "env -u CK_RUN_SUITE -u CK_RUN_CASE %s/%s/grade --answers %s %s", rl_test_build(),
+                 variant, answers, extra);
+    }
+    run_cmds_parallel(cmds, NSEEDS, outs);
+    for (int k = 0; k < NSEEDS; k++) {
+        free(cmds[k]);
+        grade_out g = outs[k];
         ck_assert_msg(g.max > 0 && !strstr(g.text, "timed out") && !strstr(g.text, "did not run"),
                       "%s %s, seed %s: the grader did not finish cleanly:\n%s", kind, p->name, pinned_seeds[k], g.text);
         if (p->bug) {
