@@ -136,7 +136,7 @@ START_TEST(test_lab_files_pass)
             size_t len = strlen(e->d_name);
             if (len < 5 || strcmp(e->d_name + len - 4, ".sed"))
                 continue;
-            char cmd[1024], *sout;
+            char cmd[2048], *sout;
             snprintf(src, sizeof src, "/tmp/rl_objcheck_%d_%s", (int)getpid(), lab_files[l]);
             snprintf(cmd, sizeof cmd, "sed -f %s/%s solutions/%s/%s > %s 2>&1", dir, e->d_name, lab_dirs[l], lab_files[l],
                      src);
