@@ -118,6 +118,7 @@ static int read_rules(const char *path, rules *rs)
             char *name = strtok_r(NULL, " \t\n", &save), *step = strtok_r(NULL, " \t\n", &save);
             if (!name || !step) {
                 fprintf(stderr, "objcheck: %s:%d: define needs a name and a step\n", path, lineno);
+                free(r.why);
                 rc = -1;
                 break;
             }
@@ -138,6 +139,7 @@ static int read_rules(const char *path, rules *rs)
             }
         } else {
             fprintf(stderr, "objcheck: %s:%d: unknown rule '%s' (define, allow, deny)\n", path, lineno, w);
+            free(r.why);
             rc = -1;
             break;
         }
@@ -351,14 +353,42 @@ static void check_asm(const char *ipath, const char *src)
     fclose(f);
 }
 
+static void free_obj(obj *o)
+{
+    for (int i = 0; o->edges_sec && i < o->nsh; i++) {
+        free(o->edges_sec[i]);
+        free(o->edges_und[i]);
+    }
+    free(o->edges_sec);
+    free(o->nedges_sec);
+    free(o->edges_und);
+    free(o->nedges_und);
+    free(o->bytes);
+}
+
+static void free_rules(rules *rs)
+{
+    for (int i = 0; i < rs->n; i++) {
+        for (int k = 0; k < rs->r[i].npats; k++)
+            free(rs->r[i].pats[k]);
+        free(rs->r[i].pats);
+        free(rs->r[i].func);
+        free(rs->r[i].step);
+        free(rs->r[i].why);
+    }
+    free(rs->r);
+}
+
 int main(int argc, char **argv)
 {
     rules rs = { 0 };
     const char *src = NULL, *ipath = NULL, *opath = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rules") == 0 && i + 1 < argc) {
-            if (read_rules(argv[++i], &rs))
+            if (read_rules(argv[++i], &rs)) {
+                free_rules(&rs);
                 return 2;
+            }
         } else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc) {
             src = argv[++i];
         } else if (strcmp(argv[i], "--preprocessed") == 0 && i + 1 < argc) {
@@ -373,11 +403,15 @@ int main(int argc, char **argv)
     if (!opath || !src) {
         fprintf(stderr, "usage: objcheck --rules FILE [--rules FILE ...] --source LAB.c [--preprocessed LAB.i] "
                         "LAB.o\n");
+        free_rules(&rs);
         return 2;
     }
     obj o = { 0 };
-    if (load(opath, &o))
+    if (load(opath, &o)) {
+        free_obj(&o);
+        free_rules(&rs);
         return 2;
+    }
     if (ipath)
         check_asm(ipath, src);
 
@@ -465,6 +499,8 @@ int main(int argc, char **argv)
         }
     }
     free(seen);
+    free_obj(&o);
+    free_rules(&rs);
     if (problems) {
         printf("objcheck: %s: %d problem%s; the grader links only lab files that pass this check (the rules: "
                "grader/allow/)\n", src, problems, problems == 1 ? "" : "s");
