@@ -1006,6 +1006,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         s->seq = d->seq;
         s->arrived = s->mid = s->left = s->exited = 0;
         s->present = s->mismatch = 0;
+        s->mismatch_msg[0] = 0;
         s->first = me;
         s->error = 0;
         memset(s->posted, 0, (size_t)n * sizeof *s->posted); /* the last use's calls are freed */
@@ -1020,7 +1021,12 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
         double until = rl_mono_now() + MISMATCH_GRACE_S;
         while (s->present < n && !g->world->aborted && rl_mono_now() < until)
             timed_wait(&g->cv, &g->mu);
-        mismatch_message(g, s, msg, sizeof msg);
+        if (!s->mismatch_msg[0]) { /* one report for the slot, made while every call is still posted */
+            mismatch_message(g, s, msg, sizeof msg);
+            memcpy(s->mismatch_msg, msg, sizeof s->mismatch_msg);
+        } else {
+            memcpy(msg, s->mismatch_msg, sizeof msg);
+        }
         s->posted[me] = NULL; /* this call is freed once it returns: no later report may read it */
         pthread_mutex_unlock(&g->mu);
         rl_world_abort(ctx->world, RL_ERR_MISMATCH, msg);

@@ -101,6 +101,7 @@ typedef struct rl_slot {
     int arrived, mid, left, exited;
     int present;            /* ranks that posted at this seq (a mismatch waits for them all) */
     int mismatch;           /* some rank's call differs from another's */
+    char mismatch_msg[512]; /* the report, written once by the first rank to make it ("" before) */
     rl_op_desc **posted;    /* n */
     double *ready;          /* n */
     int first;              /* comm rank that posted first */

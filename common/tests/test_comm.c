@@ -437,21 +437,6 @@ static int traced_rank(rl_ctx *ctx, void *arg)
     return 0;
 }
 
-static char *slurp(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)*len + 1);
-    if (fread(b, 1, (size_t)*len, f) != (size_t)*len)
-        *len = -1;
-    fclose(f);
-    return b;
-}
-
 START_TEST(test_trace_deterministic)
 {
     char p1[64], p2[64];
@@ -473,7 +458,7 @@ START_TEST(test_trace_deterministic)
     o.trace_path = p3;
     ck_assert_int_eq(rl_launch(&o, traced_rank, NULL, NULL), 0);
     long l1, l2, l3;
-    char *a = slurp(p1, &l1), *b = slurp(p2, &l2), *c = slurp(p3, &l3);
+    char *a = rl_test_slurp(p1, &l1), *b = rl_test_slurp(p2, &l2), *c = rl_test_slurp(p3, &l3);
     ck_assert(a && b && c && l1 > 100);
     ck_assert_msg(l1 == l3 && memcmp(a, c, (size_t)l1) == 0, "two identical runs gave different traces");
     ck_assert_msg(l1 != l2 || memcmp(a, b, (size_t)l1) != 0, "the straggler fault did not change the trace");
@@ -593,7 +578,7 @@ START_TEST(test_watchdog_names_rank_and_seq)
     ck_assert_int_eq(rc, RL_ERR_HANG);
     /* with --trace, the flight records are also written as JSON beside the trace */
     long len;
-    char *json = slurp(flight, &len);
+    char *json = rl_test_slurp(flight, &len);
     ck_assert_msg(json && strstr(json, "\"verdict\"") && strstr(json, "never called it"), "no flight JSON");
     free(json);
     unlink(flight);

@@ -50,6 +50,42 @@ static inline int rl_test_free_port(void)
     return ntohs(a.sin_port);
 }
 
+/* The whole file (malloc'd, NUL-terminated) and its length in *len, or NULL. */
+static inline char *rl_test_slurp(const char *path, long *len)
+{
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)*len + 1);
+    size_t got = fread(b, 1, (size_t)*len, f);
+    b[got] = 0;
+    if (got != (size_t)*len)
+        *len = -1;
+    fclose(f);
+    return b;
+}
+
+/* Runs cmd through the shell; returns its exit status (-1 if it did not exit) and its
+ * standard output (malloc'd) in *out. */
+static inline int rl_test_run(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    size_t cap = 1 << 16, len = 0, k;
+    char *s = malloc(cap);
+    while ((k = fread(s + len, 1, cap - len - 1, p)) > 0)
+        if ((len += k) + 1 == cap)
+            s = realloc(s, cap *= 2);
+    s[len] = 0;
+    int st = pclose(p);
+    *out = s;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* How many times s occurs in out. */
 static inline int rl_test_count(const char *out, const char *s)
 {

@@ -178,20 +178,6 @@ static void scan_patched(void)
         }
 }
 
-/* The whole file (malloc'd, NUL-terminated) and its length, or NULL. */
-static char *slurp_file(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)*len + 1);
-    s[fread(s, 1, (size_t)*len, f)] = 0;
-    fclose(f);
-    return s;
-}
 
 /* Runs the graders' commands cmds[0..n) at the same time (each to a file of its own) and
  * fills outs[] as run_cmd does: the pinned seeds of a variant run side by side. */
@@ -221,7 +207,7 @@ static void run_cmds_parallel(char *const *cmds, int n, grade_out *outs)
         memset(g, 0, sizeof *g);
         g->score = g->max = -1;
         long len;
-        g->text = slurp_file(paths[i], &len);
+        g->text = rl_test_slurp(paths[i], &len);
         unlink(paths[i]);
         if (!g->text)
             g->text = calloc(1, 1);

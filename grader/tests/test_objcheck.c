@@ -21,21 +21,6 @@ static const char *const lab_files[] = { "ddp.c", "zero.c", "mp.c", "lab31.c" };
     "-std=c11 -D_GNU_SOURCE -O0 -w -fno-pic -fno-stack-protector -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0 "            \
     "-fno-sanitize=all -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -Icommon -Itui"
 
-/* Runs cmd; returns its exit status and its output (malloc'd) in *out. */
-static int run(const char *cmd, char **out)
-{
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "cannot run %s", cmd);
-    size_t cap = 4096, len = 0, k;
-    char *s = malloc(cap);
-    while ((k = fread(s + len, 1, cap - len - 1, p)) > 0)
-        if ((len += k) + 1 == cap)
-            s = realloc(s, cap *= 2);
-    s[len] = 0;
-    int st = pclose(p);
-    *out = s;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Compiles src (includes from inc) with cc and checks it against lab's rules; returns
  * objcheck's exit status, its output in *out. */
@@ -47,12 +32,12 @@ static int check_file(const char *cc, const char *lab, const char *src, const ch
     snprintf(cmd, sizeof cmd, "%s " CHECK_FLAGS " -I%s -c %s -o %s 2>&1 && %s " CHECK_FLAGS " -I%s -E %s -o %s 2>&1",
              cc, inc, src, obj, cc, inc, src, pre);
     char *cout;
-    int rc = run(cmd, &cout);
+    int rc = rl_test_run(cmd, &cout);
     ck_assert_msg(rc == 0, "%s could not compile %s:\n%s", cc, src, cout);
     free(cout);
     snprintf(cmd, sizeof cmd, "%s/objcheck --rules grader/allow/common.txt --rules grader/allow/%s.txt --source %s "
              "--preprocessed %s %s 2>&1", rl_test_build(), lab, src, pre, obj);
-    rc = run(cmd, out);
+    rc = rl_test_run(cmd, out);
     unlink(obj);
     unlink(pre);
     return rc;
@@ -63,7 +48,7 @@ static void need(const char *cc)
 {
     char cmd[128], *out;
     snprintf(cmd, sizeof cmd, "command -v %s", cc);
-    int rc = run(cmd, &out);
+    int rc = rl_test_run(cmd, &out);
     free(out);
     ck_assert_msg(rc == 0, "%s is not installed: run 'make deps' (as root) — the object check is tested with gcc "
                   "and clang", cc);
@@ -140,7 +125,7 @@ START_TEST(test_lab_files_pass)
             snprintf(src, sizeof src, "/tmp/rl_objcheck_%d_%s", (int)getpid(), lab_files[l]);
             snprintf(cmd, sizeof cmd, "sed -f %s/%s solutions/%s/%s > %s 2>&1", dir, e->d_name, lab_dirs[l], lab_files[l],
                      src);
-            ck_assert_int_eq(run(cmd, &sout), 0);
+            ck_assert_int_eq(rl_test_run(cmd, &sout), 0);
             free(sout);
             int rc = check_file(cc, lab_dirs[l], src, inc, &out);
             ck_assert_msg(rc == 0, "the correct variant %s/%s (%s) must pass the object check; exit %d:\n%s", dir,
@@ -161,15 +146,15 @@ START_TEST(test_bad_input)
     char cmd[512], *out;
     snprintf(cmd, sizeof cmd, "%s/objcheck --rules grader/allow/common.txt --source x.c grader/allow/common.txt 2>&1",
              rl_test_build());
-    int rc = run(cmd, &out);
+    int rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 2 && strstr(out, "not a 64-bit ELF object"), "a text file as the object: exit %d:\n%s", rc, out);
     free(out);
     snprintf(cmd, sizeof cmd, "%s/objcheck --rules /nonexistent --source x.c x.o 2>&1", rl_test_build());
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 2 && strstr(out, "cannot read the rules file"), "a missing rules file: exit %d:\n%s", rc, out);
     free(out);
     snprintf(cmd, sizeof cmd, "%s/objcheck 2>&1", rl_test_build());
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 2 && strstr(out, "usage:"), "no arguments: exit %d:\n%s", rc, out);
     free(out);
 }

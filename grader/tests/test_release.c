@@ -9,21 +9,6 @@
 #include <unistd.h>
 #include "testutil.h"
 
-/* Runs cmd (through sh); returns its exit status and its output (malloc'd). */
-static int run(const char *cmd, char **out)
-{
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "cannot run %s", cmd);
-    size_t cap = 1 << 16, len = 0, k;
-    char *s = malloc(cap);
-    while ((k = fread(s + len, 1, cap - len - 1, p)) > 0)
-        if ((len += k) + 1 == cap)
-            s = realloc(s, cap *= 2);
-    s[len] = 0;
-    int st = pclose(p);
-    *out = s;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 START_TEST(test_release_builds_and_grades_zero)
 {
@@ -31,11 +16,11 @@ START_TEST(test_release_builds_and_grades_zero)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(cmd, sizeof cmd, "env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory BUILD=%s/out release 2>&1",
              dir);
-    int rc = run(cmd, &out);
+    int rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 0 && strstr(out, "RELEASE"), "make release failed (exit %d):\n%s", rc, out);
     free(out);
     snprintf(cmd, sizeof cmd, "tar -tzf %s/out/ringlab-labs.tar.gz", dir);
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_int_eq(rc, 0);
     static const char *const never[] = { "ringlab-labs/solutions/", "grader/tests/bugs/", "grader/tests/variants/",
                                          "grader/tests/attacks/", "test_graders.c", "ringlab-labs/.ci/" };
@@ -49,18 +34,18 @@ START_TEST(test_release_builds_and_grades_zero)
              "grep -q 'make && make run LAB=28' README.md && "
              "env -u MAKEFLAGS -u MAKELEVEL make -j2 CUDA=0 MPI=0 >build.log 2>&1 || { tail -30 build.log; exit 9; }",
              dir);
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "the release did not build (exit %d):\n%s", rc, out);
     free(out);
     snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
              "MPI=0 run LAB=28 2>&1", dir);
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc != 0 && strstr(out, "not implemented yet"), "make run LAB=28 on the skeleton (exit %d):\n%s", rc,
                   out);
     free(out);
     snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
              "MPI=0 grade 2>&1", dir);
-    rc = run(cmd, &out);
+    rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc != 0 && strstr(out, "lab 28_ddp: 0/") && strstr(out, "lab 31_3d_moe_debug: 0/") &&
                       strstr(out, "\nScore: 0/") && !strstr(out, "crashed:") && !strstr(out, "timed out"),
                   "make grade on the release's skeletons must score 0 on every lab (exit %d):\n%s", rc, out);

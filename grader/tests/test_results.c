@@ -26,16 +26,7 @@ static int results(const char *args, char **out)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s/results %s 2>&1", rl_test_build(), args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t cap = 1 << 14, len = 0, k;
-    char *s = malloc(cap);
-    while ((k = fread(s + len, 1, cap - len - 1, p)) > 0)
-        len += k;
-    s[len] = 0;
-    int st = pclose(p);
-    *out = s;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rl_test_run(cmd, out);
 }
 
 START_TEST(test_score_from_files)
