@@ -113,7 +113,11 @@ int rl_comm_rank(const rl_comm *comm) { return comm ? comm->rank : -1; }
 int rl_comm_size(const rl_comm *comm) { return comm ? comm->g->n : 0; }
 const char *rl_comm_name(const rl_comm *comm) { return comm ? comm->g->name : "?"; }
 rl_ctx *rl_comm_ctx(const rl_comm *comm) { return comm ? comm->ctx : NULL; }
-const rl_comm_counters *rl_comm_get_counters(const rl_comm *comm) { return comm ? &comm->counters : NULL; }
+rl_comm_counters rl_comm_get_counters(const rl_comm *comm)
+{
+    rl_comm_counters c = { 0 };
+    return comm ? comm->counters : c;
+}
 
 int rl_comm_global_rank(const rl_comm *comm, int r)
 {

@@ -41,8 +41,8 @@ rl_ctx *rl_comm_ctx(const rl_comm *comm);
 rl_comm *rl_comm_split(rl_comm *parent, int color, int key);
 /* Releases a communicator made by rl_comm_split (optional: every handle is released when the run ends). */
 void rl_comm_free(rl_comm *comm);
-/* This rank's counters on comm. */
-const rl_comm_counters *rl_comm_get_counters(const rl_comm *comm);
+/* A copy of this rank's counters on comm (all zero for NULL): the runtime's own stay its own. */
+rl_comm_counters rl_comm_get_counters(const rl_comm *comm);
 /* Zeroes this rank's counters on comm. */
 void rl_comm_reset_counters(rl_comm *comm);
 

@@ -213,7 +213,7 @@ static int async_rank(rl_ctx *ctx, void *arg)
     }
     rl_set_tag(ctx, RL_TAG_BUCKET, -1);
     /* issued counts the calls at once, even while they are in flight */
-    EXPECT(rl_comm_get_counters(w)->issued[RL_COLL_ALL_REDUCE] == K);
+    EXPECT(rl_comm_get_counters(w).issued[RL_COLL_ALL_REDUCE] == K);
     double before = rl_stream_time(ctx, RL_STREAM_COMPUTE);
     for (int k = K - 1; k >= 0; k--) { /* waited in reverse order */
         EXPECT(rl_wait(h[k]) == 0);
@@ -295,10 +295,15 @@ static int ring_rank(rl_ctx *ctx, void *arg)
         EXPECT(rl_recv(w, d, 0, 0) != NULL);
         EXPECT(rl_tensor_get(d, 5) == pat(0, 5));
     }
-    const rl_comm_counters *c = rl_comm_get_counters(w);
-    EXPECT(c->calls[RL_COLL_SEND] == 3 + (r == 0));
-    EXPECT(c->bytes_sent == (3 + (r == 0)) * 33 * 2);
-    EXPECT(c->bytes_recv == (3 + (r == 1)) * 33 * 2);
+    const rl_comm_counters c = rl_comm_get_counters(w);
+    EXPECT(c.calls[RL_COLL_SEND] == 3 + (r == 0));
+    EXPECT(c.bytes_sent == (3 + (r == 0)) * 33 * 2);
+    EXPECT(c.bytes_recv == (3 + (r == 1)) * 33 * 2);
+    rl_comm_counters forged = rl_comm_get_counters(w); /* a copy: writing it changes nothing */
+    forged.bytes_sent = 0, forged.calls[RL_COLL_SEND] = 1000;
+    EXPECT(forged.calls[RL_COLL_SEND] == 1000 && rl_comm_get_counters(w).bytes_sent == c.bytes_sent &&
+           rl_comm_get_counters(w).calls[RL_COLL_SEND] == c.calls[RL_COLL_SEND]);
+    EXPECT(rl_comm_get_counters(NULL).bytes_sent == 0);
     /* bad peers are refused with a message */
     EXPECT(rl_send(w, s, r, 0) == NULL);
     EXPECT(strstr(rl_last_error(ctx), "peer") != NULL);
@@ -375,10 +380,10 @@ static int timing_rank(rl_ctx *ctx, void *arg)
     else
         rl_all_gather(w, small, big, 0);
     a->vtime[r] = rl_stream_time(ctx, RL_STREAM_COMPUTE) - t0;
-    const rl_comm_counters *c = rl_comm_get_counters(w);
-    a->sent[r] = c->bytes_sent;
-    a->recv[r] = c->bytes_recv;
-    a->calls[r] = c->calls[a->kind];
+    const rl_comm_counters c = rl_comm_get_counters(w);
+    a->sent[r] = c.bytes_sent;
+    a->recv[r] = c.bytes_recv;
+    a->calls[r] = c.calls[a->kind];
     (void)n;
     return 0;
 }

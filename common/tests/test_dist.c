@@ -368,8 +368,8 @@ static int dist_world_fn(rl_ctx *ctx, void *arg)
     for (int i = 0; i < 4; i++)
         good = good && rl_tensor_get(t, i) == (float)((i + 1) * n * (n + 1) / 2);
     *ok = good && rl_tensor_get(u, 0) == sum && rl_tensor_get(v, 0) == (float)(rest ? n - 1 : 1) &&
-          rl_comm_get_counters(world)->calls[RL_COLL_BARRIER] == 2 &&
-          rl_comm_get_counters(half)->calls[RL_COLL_ALL_REDUCE] == 1;
+          rl_comm_get_counters(world).calls[RL_COLL_BARRIER] == 2 &&
+          rl_comm_get_counters(half).calls[RL_COLL_ALL_REDUCE] == 1;
     rl_tensor_free(t);
     rl_tensor_free(u);
     rl_tensor_free(v);

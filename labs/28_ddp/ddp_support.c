@@ -276,9 +276,9 @@ static int run_rank(rl_ctx *ctx, void *arg)
     rl_batch batch;
     memset(&batch, 0, sizeof batch);
     for (int s = 0; s < cfg->steps && !rc; s++) {
-        const rl_comm_counters *c = rl_comm_get_counters(w);
-        lg->calls0 = c->calls[RL_COLL_ALL_REDUCE];
-        lg->sent0 = c->bytes_sent;
+        const rl_comm_counters c = rl_comm_get_counters(w);
+        lg->calls0 = c.calls[RL_COLL_ALL_REDUCE];
+        lg->sent0 = c.bytes_sent;
         lg->step_start = rl_stream_time(ctx, RL_STREAM_COMPUTE);
         rl_step_begin(ctx, s);
         float loss = 0;
@@ -286,8 +286,8 @@ static int run_rank(rl_ctx *ctx, void *arg)
         if (!rc)
             rc = rl_model_adamw_step(opt);
         rl_step_end(ctx);
-        lg->calls1 = c->calls[RL_COLL_ALL_REDUCE];
-        lg->sent1 = c->bytes_sent;
+        lg->calls1 = c.calls[RL_COLL_ALL_REDUCE];
+        lg->sent1 = c.bytes_sent;
         if (lg->loss)
             lg->loss[s] = loss;
     }

@@ -383,12 +383,11 @@ typedef struct run_shared {
 
 static void snap_counters(const zero_engine *e, int64_t *shard, int64_t *rep, int64_t *calls)
 {
-    const rl_comm_counters *a = rl_comm_get_counters(e->shard_comm);
-    const rl_comm_counters *b = e->replica_comm ? rl_comm_get_counters(e->replica_comm) : NULL;
-    *shard = a->bytes_sent;
-    *rep = b ? b->bytes_sent : 0;
+    const rl_comm_counters a = rl_comm_get_counters(e->shard_comm), b = rl_comm_get_counters(e->replica_comm);
+    *shard = a.bytes_sent;
+    *rep = b.bytes_sent; /* (zero without a replica communicator) */
     for (int k = 0; k < RL_COLL_NKINDS; k++)
-        calls[k] = a->calls[k] + (b ? b->calls[k] : 0);
+        calls[k] = a.calls[k] + b.calls[k];
 }
 
 static int run_rank(rl_ctx *ctx, void *arg)

@@ -484,12 +484,12 @@ static void dense_free(dense_w *d)
     rl_tensor_free(d->w1), rl_tensor_free(d->b1), rl_tensor_free(d->w2), rl_tensor_free(d->b2);
 }
 
-static int64_t issued(rl_comm *c, int kind) { return rl_comm_get_counters(c)->issued[kind]; }
+static int64_t issued(rl_comm *c, int kind) { return rl_comm_get_counters(c).issued[kind]; }
 static int64_t issued_all(rl_comm *c)
 {
     int64_t s = 0;
     for (int k = 0; k < RL_COLL_NKINDS; k++)
-        s += rl_comm_get_counters(c)->issued[k];
+        s += rl_comm_get_counters(c).issued[k];
     return s;
 }
 
@@ -692,10 +692,10 @@ static int part_sp(rl_ctx *ctx, run_ctx *rc)
         rl_tensor *dyi = sp ? mp_rows(ctx, dy, r * rows_l, rows_l, 3, loc, "s/t,b,h") : dy;
         rl_tensor *yi = sp ? rl_tensor_new(ctx, "y", RL_F32, RL_MEM_OTHER, 3, loc, "s/t,b,h") : y_tp;
         rl_tensor *dxi = sp ? rl_tensor_new(ctx, "dx", RL_F32, RL_MEM_OTHER, 3, loc, "s/t,b,h") : dx_tp;
-        const rl_comm_counters *c = rl_comm_get_counters(w);
-        int64_t by0 = c->bytes_sent, k0[RL_COLL_NKINDS];
+        const rl_comm_counters c = rl_comm_get_counters(w);
+        int64_t by0 = c.bytes_sent, k0[RL_COLL_NKINDS];
         for (int k = 0; k < RL_COLL_NKINDS; k++)
-            k0[k] = c->issued[k];
+            k0[k] = c.issued[k];
         int64_t act0 = rl_ctx_mem(ctx)->current[RL_MEM_ACTIVATION];
         rl_clear_error(ctx);
         e = tp_block_forward(&blk, xi, yi);
@@ -712,9 +712,10 @@ static int part_sp(rl_ctx *ctx, run_ctx *rc)
             return 0; /* a call of it may still be in flight: leave the tensors to the run */
         if (!e && r == 0) {
             int64_t *calls = sp ? rc->st->sp_calls : rc->st->tp_calls;
+            const rl_comm_counters c1 = rl_comm_get_counters(w);
             for (int k = 0; k < RL_COLL_NKINDS; k++)
-                calls[k] = c->issued[k] - k0[k] - (k == RL_COLL_BARRIER ? 1 : 0);
-            *(sp ? &rc->st->sp_bytes : &rc->st->tp_bytes) = c->bytes_sent - by0;
+                calls[k] = c1.issued[k] - k0[k] - (k == RL_COLL_BARRIER ? 1 : 0);
+            *(sp ? &rc->st->sp_bytes : &rc->st->tp_bytes) = c1.bytes_sent - by0;
             *(sp ? &rc->st->sp_act : &rc->st->tp_act) = act;
         }
         if (!e && sp) { /* rank r's rows of the TP block's output and input gradient */

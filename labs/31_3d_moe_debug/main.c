@@ -146,9 +146,9 @@ static int td_rank_fn(rl_ctx *ctx, void *arg)
         fprintf(stderr, "rank 0: %s\n", rl_last_error(ctx));
     }
     if (e && rl_rank(ctx) == 0) {
-        t->dp_bytes = rl_comm_get_counters(e->comms.dp)->bytes_sent;
-        t->tp_bytes = rl_comm_get_counters(e->comms.tp)->bytes_sent;
-        t->pp_bytes = rl_comm_get_counters(e->comms.pp)->bytes_sent;
+        t->dp_bytes = rl_comm_get_counters(e->comms.dp).bytes_sent;
+        t->tp_bytes = rl_comm_get_counters(e->comms.tp).bytes_sent;
+        t->pp_bytes = rl_comm_get_counters(e->comms.pp).bytes_sent;
     }
     td_engine_free(e);
     rl_data_free(data);
