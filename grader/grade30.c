@@ -1923,25 +1923,14 @@ static const char *op_text(const rl_pp_schedule *s, const rl_pp_op *o, char *buf
     return buf;
 }
 
-/* The op of stage q whose output is the k-th message of `kind` from q to r (-1: none). */
-static int pp_sender_op(const rl_pp_schedule *s, int q, int r, int kind, int k)
+/* The op of `stage` whose output goes to `peer` (sending) or whose input comes from `peer`
+ * (receiving) as the k-th message of `kind` between them (-1: none). */
+static int pp_msg_op(const rl_pp_schedule *s, int stage, int peer, int kind, int k, int sending)
 {
-    for (int i = 0, n = 0; i < s->nops[q]; i++) {
+    for (int i = 0, n = 0; i < s->nops[stage]; i++) {
         int from, to;
-        rl_pp_op_peers(s, q, &s->ops[q][i], &from, &to);
-        if (to == r && (s->ops[q][i].kind == 'F' ? PK_ACT : PK_GRAD) == kind && n++ == k)
-            return i;
-    }
-    return -1;
-}
-
-/* The op of stage r whose input is the k-th message of `kind` from q (-1: none). */
-static int pp_receiver_op(const rl_pp_schedule *s, int r, int q, int kind, int k)
-{
-    for (int i = 0, n = 0; i < s->nops[r]; i++) {
-        int from, to;
-        rl_pp_op_peers(s, r, &s->ops[r][i], &from, &to);
-        if (from == q && (s->ops[r][i].kind == 'F' ? PK_ACT : PK_GRAD) == kind && n++ == k)
+        rl_pp_op_peers(s, stage, &s->ops[stage][i], &from, &to);
+        if ((sending ? to : from) == peer && (s->ops[stage][i].kind == 'F' ? PK_ACT : PK_GRAD) == kind && n++ == k)
             return i;
     }
     return -1;
@@ -1951,7 +1940,7 @@ static int pp_receiver_op(const rl_pp_schedule *s, int r, int q, int kind, int k
 static int pp_nmsg(const rl_pp_schedule *s, int q, int r, int kind)
 {
     int n = 0;
-    while (pp_sender_op(s, q, r, kind, n) >= 0)
+    while (pp_msg_op(s, q, r, kind, n, 1) >= 0)
         n++;
     return n;
 }
@@ -2007,8 +1996,8 @@ static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, cons
     }
     const char *cn = pk_name[c->kind];
     if (c->send) {
-        int k = w->done[r][1][c->kind][c->peer], i = pp_sender_op(s, r, c->peer, c->kind, k);
-        int j = pp_receiver_op(s, c->peer, r, c->kind, k);
+        int k = w->done[r][1][c->kind][c->peer], i = pp_msg_op(s, r, c->peer, c->kind, k, 1);
+        int j = pp_msg_op(s, c->peer, r, c->kind, k, 0);
         int nm = pp_nmsg(s, r, c->peer, c->kind);
         if (i < 0 && !nm)
             rl_grade_text_add(b, "a send to stage %d on %s, where the schedule sends that stage nothing", c->peer, cn);
@@ -2019,7 +2008,7 @@ static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, cons
                    op_text(s, &s->ops[r][i], o1, sizeof o1), c->peer, cn,
                    j >= 0 ? op_text(s, &s->ops[c->peer][j], o2, sizeof o2) : "?");
     } else {
-        int k = w->done[r][0][c->kind][c->peer], j = pp_receiver_op(s, r, c->peer, c->kind, k);
+        int k = w->done[r][0][c->kind][c->peer], j = pp_msg_op(s, r, c->peer, c->kind, k, 0);
         int nm = pp_nmsg(s, c->peer, r, c->kind);
         if (j < 0 && !nm)
             rl_grade_text_add(b, "a receive from stage %d on %s, where the schedule has that stage send nothing", c->peer, cn);
@@ -2034,7 +2023,7 @@ static void pp_call_text(const rl_pp_schedule *s, const pp_where *w, int r, cons
 /* The op of stage r whose input the receive c in flight would carry (-1: none). */
 static int pp_recv_op_of(const rl_pp_schedule *s, const pp_where *w, int r, const pp_call *c)
 {
-    return c->kind == PK_OTHER ? -1 : pp_receiver_op(s, r, c->peer, c->kind, w->done[r][0][c->kind][c->peer]);
+    return c->kind == PK_OTHER ? -1 : pp_msg_op(s, r, c->peer, c->kind, w->done[r][0][c->kind][c->peer], 0);
 }
 
 /* After a deadlock: where each stage stood and the advice that matches what went wrong,
@@ -2100,7 +2089,7 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             const pp_call *f = &w->fly[r][i];
             if (f->send)
                 continue;
-            int q = f->peer, k = w->done[r][0][f->kind][q], j = pp_sender_op(s, q, r, f->kind, k);
+            int q = f->peer, k = w->done[r][0][f->kind][q], j = pp_msg_op(s, q, r, f->kind, k, 1);
             int sending = 0;
             for (int x = 0; x < w->nfly[q]; x++)
                 sending |= w->fly[q][x].send && w->fly[q][x].peer == r;
@@ -2175,7 +2164,7 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             int q = f->peer;
             if (!f->send || f->kind == PK_OTHER)
                 continue;
-            int j = pp_receiver_op(s, q, r, f->kind, w->done[r][1][f->kind][q]), cur = w->ran[q];
+            int j = pp_msg_op(s, q, r, f->kind, w->done[r][1][f->kind][q], 0), cur = w->ran[q];
             if (cur >= s->nops[q] || j != cur + 1 || s->ops[q][j].kind == s->ops[q][cur].kind || !pp_mixed(s, q))
                 continue;
             rl_grade_text_add(out, "\n    Stage %d waits in the group of its %s while stage %d is sending it the input of its "
