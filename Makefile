@@ -16,6 +16,7 @@ pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 # jansson: through pkg-config, or its header where pkg-config is missing (a bare GPU image)
 HAVE_JANSSON  := $(or $(call pc,jansson),$(if $(wildcard /usr/include/jansson.h),1,))
 HAVE_CHECK    := $(call pc,check)
+HAVE_SECCOMP  := $(call pc,libseccomp)
 HAVE_NCURSES  := $(call pc,ncursesw)
 HAVE_OPENBLAS := $(call pc,openblas)
 HAVE_NVCC     := $(shell command -v nvcc >/dev/null 2>&1 && echo 1)
@@ -38,6 +39,8 @@ ifeq ($(HAVE_NCURSES),1)
   NCURSES_LIBS := $(shell pkg-config --libs ncursesw)
 endif
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+GRADE_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libseccomp 2>/dev/null)
+GRADING    := $(and $(HAVE_CHECK),$(HAVE_SECCOMP))
 
 # ---------------------------------------------------------------- sources
 LIB_SRC   := $(wildcard common/*.c)
@@ -60,6 +63,7 @@ banner:
 	@echo "ringlab build — what this machine has:"
 	@echo "  $(call ok,$(HAVE_JANSSON)) JSON library (jansson)   $(if $(HAVE_JANSSON),traces,required: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_CHECK)) Check                      $(if $(HAVE_CHECK),make test and graders,no tests or grading: run 'make deps')"
+	@echo "  $(call ok,$(HAVE_SECCOMP)) libseccomp                 $(if $(HAVE_SECCOMP),graders sandbox the code under test,no grading: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_OPENBLAS)) OpenBLAS                   $(if $(HAVE_OPENBLAS),fp32 GEMM,plain C GEMM loop (slower))"
 	@echo "  $(call ok,$(HAVE_NCURSES)) ncurses                    $(if $(HAVE_NCURSES),live TUI,headless renders only)"
 	@echo "  $(call ok,$(HAVE_NVCC)) CUDA (nvcc)                $(if $(HAVE_NVCC),GPU backend built ($(CUDA_HOME); $(CUDA_ARCH_NAME)); --backend cuda needs a GPU at run time,$(if $(filter 0,$(CUDA)),off (CUDA=0): CPU only,not found: CPU only (sim backend)))"
@@ -70,7 +74,7 @@ ifneq ($(HAVE_JANSSON),1)
 	@exit 1
 endif
 
-DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev tmux
+DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev libseccomp-dev tmux
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_PKGS); \
@@ -309,15 +313,23 @@ $(2)/run: $(call obj,$(3)) $(TUI_LIB) $(LIB)
 	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) -o $$@
 LAB_RUN_BINS += $(2)/run
 ifneq ($(call lab_grader,$(1)),)
-$(2)/grade: $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB) \
-  $(2)/objcheck.ok
+$(2)/grade: $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $(TUI_LIB) $(LIB) $(2)/objcheck.ok
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $(call obj,$(filter-out %/main.c,$(3)) grader/grade.c $(call lab_grader,$(1))) $$(TUI_LIB) \
-	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(CHECK_LIBS) -o $$@
+	@$$(CC) $$(CFLAGS) $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) \
+	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) -o $$@
 LAB_GRADE_BINS += $(2)/grade
 endif
 endef
+
+# The objects of a grade binary of lab $(1) from the lab's sources $(2): the lab file's code moved to
+# the section rl_learner_text and closed by grader/learner_end.c (the code under test, which only a
+# test's child maps: grade.c), the other files as they are, the grader and its sandbox.
+learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
+grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call obj,grader/learner_end.c \
+  $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c $(call lab_grader,$(1)))
+$(BUILD)/obj/%.learner.o: $(BUILD)/obj/%.o
+	@objcopy $$(objdump -h $< | awk '$$2 ~ /^\.text/ {printf "--rename-section %s=rl_learner_text ", $$2}') $< $@
 
 # $(1) lab: its three kinds of variants
 define LAB_RULES
@@ -363,10 +375,10 @@ $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1
 	@sed -f $(3) $$< > $$@.tmp
 	@if cmp -s $$< $$@.tmp; then echo "$(3) changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
-$(BUILD)/variants/$(1)/$(2)/grade: $(call obj,$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) \
-  $(call lab_others,$(1)) grader/grade.c $(call lab_grader,$(1))) $(TUI_LIB) $(LIB)
+$(BUILD)/variants/$(1)/$(2)/grade: $(call grade_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) \
+  $(call lab_others,$(1))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(CHECK_LIBS) -o $$@
+	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) -o $$@
 LAB_PATCHED_BINS += $(BUILD)/variants/$(1)/$(2)/grade
 endef
 
@@ -376,7 +388,7 @@ $(BUILD)/obj/grader/tests/%.o: CFLAGS += -Icommon/tests
 # `make` builds every lab's run (and, with Check, grade) binaries; the test binary needs the
 # graders (grader/tests run them), so test-unit and test-asan build them too — the planted
 # bugs and correct variants only in the normal build (the sanitizer run does not grade them).
-all: $(LAB_RUN_BINS) $(if $(HAVE_CHECK),$(LAB_GRADE_BINS) $(LAB_PATCHED_BINS),)
+all: $(LAB_RUN_BINS) $(if $(GRADING),$(LAB_GRADE_BINS) $(LAB_PATCHED_BINS),)
 # (TEST_CHILD_ONLY=1: the emulated-GPU build's test binary, run only as a child program by
 # the normal build's tests, needs none of them)
 $(TESTBIN): | $(if $(TEST_CHILD_ONLY),,$(OBJCHECK) $(RESULTS) $(LAB_RUN_BINS) $(LAB_GRADE_BINS) $(if $(SAN),,$(LAB_PATCHED_BINS)))
@@ -400,9 +412,9 @@ $(RESULTS): $(call obj,grader/results.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
-grade: $(if $(HAVE_CHECK),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade) $(RESULTS),)
-ifneq ($(HAVE_CHECK),1)
-	@echo "grading needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
+grade: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade) $(RESULTS),)
+ifneq ($(GRADING),1)
+	@echo "grading needs Check and libseccomp: run 'make deps' (as root) or: apt-get install -y check libseccomp-dev" >&2; exit 1
 endif
 	@if [ -z "$(LAB_SEL)" ]; then echo "no lab matches LAB=$(LAB); labs: $(LAB_NAMES)" >&2; exit 2; fi
 	@set -o pipefail; fail=0; files=""; \

@@ -1,5 +1,6 @@
-/* grade.c — the grader runner: one forked Check run per test under its time limit, a line
- * per test, subtotals per step, `Score: X/Y`, Gradescope JSON; and answers-file checks. */
+/* grade.c — the grader runner: per test a sandboxed child that runs the code under test and
+ * writes a record, then a judge that checks it (grade.h), each under the test's time limit;
+ * a line per test, subtotals per step, `Score: X/Y`, Gradescope JSON; answers-file checks. */
 #include "grade.h"
 #include <ctype.h>
 #include <errno.h>
@@ -10,9 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "sandbox.h"
 
 /* The runner's own bookkeeping (one grading run per process; a test's child inherits it). */
 static const char *answers_path;
@@ -110,6 +121,251 @@ void rl_grade_text_free(rl_grade_text *t)
     memset(t, 0, sizeof *t);
 }
 
+/* ------------------------------------------------------------------ processes and records
+ * Per test the grader forks the child (the code under test, sandboxed), which fills the
+ * test's record — a shared mapping the grader made before the fork — and then the judge
+ * (never code under test), which reads it; see grade.h. */
+
+#define REC_MAGIC 0x726c2d7265636f72ull /* "rl-recor" */
+#define REC_CAP ((uint64_t)1 << 30)   /* address space reserved for one test's record */
+#define REC_MAXBLOCKS 4096
+#define REC_MAXNOTED 64
+
+/* A run's header in the record; its output follows. */
+typedef struct rec_block {
+    uint64_t magic, nonce;
+    uint32_t seq, pad;
+    char label[64];
+    uint64_t size;
+} rec_block;
+
+/* The head of a test's record. */
+typedef struct rec_head {
+    uint64_t magic, nonce, cap;
+    uint64_t used;                        /* bytes in use from the head on (grows atomically) */
+    uint32_t nblocks;                     /* finished runs */
+    uint32_t done;                        /* 1: the test function returned or failed a check */
+    uint32_t passed;                      /* the child's own checks (the judge decides) */
+    uint32_t nnoted;                      /* entries of noted */
+    uint64_t msg_off, msg_len;            /* the child's failure message */
+    uint64_t block_off[REC_MAXBLOCKS];
+    char noted[REC_MAXNOTED][48];         /* runtime functions code under test called (rl_api_watch) */
+} rec_head;
+
+enum { ROLE_GRADER = 0, ROLE_CHILD, ROLE_JUDGE };
+static int role;                          /* which process this is */
+static uint64_t run_nonce;                /* the grading run's nonce (a child's record must carry it) */
+static rec_head *rec;                     /* this test's record (the judge maps it read-only) */
+static uint64_t rec_used;                 /* judge: the record's size when the child ended */
+static uint32_t rec_next;                 /* judge: the next run to take from the record */
+static const char *child_report;          /* judge: why the child stopped short, or NULL */
+static int verdict_fd = -1;               /* judge: the pipe to the grader */
+static int failing;                       /* a check failed: the first one reports, others wait */
+
+extern char __start_rl_learner_text[];    /* the code under test: the lab file's text, placed */
+void rl_learner_text_end(void);           /* between these by the Makefile (grader/learner_end.c) */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RL_ASAN 1
+#endif
+#endif
+
+/* Makes the code under test executable (prot = PROT_READ | PROT_EXEC) or not (PROT_NONE). Not
+ * under AddressSanitizer, which puts a constructor and a destructor into every object's code
+ * (the grader's own process runs them). */
+static void learner_text(int prot)
+{
+#ifdef RL_ASAN
+    (void)prot;
+#else
+    uintptr_t lo = (uintptr_t)__start_rl_learner_text, hi = (uintptr_t)rl_learner_text_end;
+    if (hi > lo && mprotect((void *)lo, hi - lo, prot)) {
+        fprintf(stderr, "grade: cannot %s the code under test: %s\n", prot ? "map" : "unmap", strerror(errno));
+        _exit(2);
+    }
+#endif
+}
+
+static int in_learner_text(uintptr_t a)
+{
+    return a >= (uintptr_t)__start_rl_learner_text && a < (uintptr_t)rl_learner_text_end;
+}
+
+/* A record for one test (the grader: a fresh shared mapping), or NULL. */
+static rec_head *rec_new(void)
+{
+    void *m = mmap(NULL, REC_CAP, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    rec_head *h = m;
+    h->magic = REC_MAGIC;
+    h->nonce = run_nonce;
+    h->cap = REC_CAP;
+    h->used = (sizeof *h + 15) & ~(uint64_t)15;
+    return h;
+}
+
+/* Child: len bytes of the record (16-byte aligned); its offset. A full record fails the test. */
+static uint64_t rec_alloc(size_t len)
+{
+    uint64_t n = ((uint64_t)len + 15) & ~(uint64_t)15;
+    uint64_t off = __atomic_fetch_add(&rec->used, n, __ATOMIC_RELAXED);
+    if (off + n > REC_CAP || off + n < off)
+        rl_grade_fail(__FILE__, __LINE__, "the test's record is full (%llu bytes): the run produced more output "
+                      "than a test may keep", (unsigned long long)REC_CAP);
+    return off;
+}
+
+/* Ends this process's test with a message: the child writes it into its record, the judge
+ * sends it to the grader. Only the first failing thread reports; the others wait for the exit. */
+__attribute__((noreturn)) static void finish(int passed, const char *msg)
+{
+    if (__atomic_exchange_n(&failing, 1, __ATOMIC_ACQ_REL))
+        for (;;)
+            pause();
+    fflush(NULL);
+    if (role == ROLE_CHILD) {
+        if (msg) {
+            size_t len = strlen(msg);
+            uint64_t off = __atomic_fetch_add(&rec->used, (len + 16) & ~(uint64_t)15, __ATOMIC_RELAXED);
+            if (off + len + 1 <= REC_CAP) {
+                memcpy((char *)rec + off, msg, len + 1);
+                rec->msg_off = off, rec->msg_len = len;
+            }
+        }
+        rec->passed = (uint32_t)passed;
+        __atomic_store_n(&rec->done, 1, __ATOMIC_RELEASE);
+    } else if (role == ROLE_JUDGE) {
+        const char *m = msg ? msg : "";
+        size_t len = strlen(m);
+        char tag = passed ? 'P' : 'F';
+        if (write(verdict_fd, &tag, 1) == 1)
+            for (size_t k = 0; k < len;) {
+                ssize_t w = write(verdict_fd, m + k, len - k);
+                if (w <= 0)
+                    break;
+                k += (size_t)w;
+            }
+    } else {
+        fprintf(stderr, "grade: %s\n", msg ? msg : "");
+        exit(2);
+    }
+    _exit(passed ? 0 : 1);
+}
+
+void rl_grade_fail(const char *file, int line, const char *fmt, ...)
+{
+    (void)file, (void)line;
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    finish(0, m ? m : "(out of memory for the message)");
+}
+
+int rl_grade_judging(void) { return role == ROLE_JUDGE; }
+
+FILE *rl_grade_tmpfile(void)
+{
+    char name[] = "rl-tmp-XXXXXX";
+    int fd = mkstemp(name);
+    if (fd < 0)
+        return NULL;
+    unlink(name);
+    FILE *f = fdopen(fd, "w+");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+const void *rl_grade_run(const char *label, size_t size, rl_grade_produce fn, void *arg)
+{
+    if (role == ROLE_CHILD) {
+        if (rec->nblocks >= REC_MAXBLOCKS)
+            rl_grade_fail(__FILE__, __LINE__, "a test may make at most %d runs", REC_MAXBLOCKS);
+        uint64_t off = rec_alloc(sizeof(rec_block) + size);
+        rec_block *b = (rec_block *)((char *)rec + off);
+        b->magic = REC_MAGIC, b->nonce = run_nonce, b->seq = rec->nblocks, b->size = size;
+        snprintf(b->label, sizeof b->label, "%s", label);
+        void *out = b + 1;
+        fn(out, arg);
+        rec->block_off[rec->nblocks] = off;
+        __atomic_store_n(&rec->nblocks, rec->nblocks + 1, __ATOMIC_RELEASE);
+        return out;
+    }
+    if (role != ROLE_JUDGE || !rec)
+        rl_grade_fail(__FILE__, __LINE__, "grader bug: rl_grade_run(\"%s\") in a test that runs no code under test",
+                      label);
+    uint32_t k = rec_next++;
+    if (k >= rec->nblocks)
+        rl_grade_fail(__FILE__, __LINE__, "%s", child_report ? child_report
+                      : "the test's record ends before this run (the record does not match the test)");
+    uint64_t off = rec->block_off[k];
+    const rec_block *b = (const rec_block *)((const char *)rec + off);
+    if (off < sizeof *rec || off > rec_used || rec_used - off < sizeof *b || b->magic != REC_MAGIC ||
+        b->nonce != run_nonce || b->seq != k || b->size != size || rec_used - off - sizeof *b < size ||
+        strncmp(b->label, label, sizeof b->label))
+        rl_grade_fail(__FILE__, __LINE__, "the test's record is malformed at run %u (%s): it was not written by this "
+                      "run's child, or the code under test overwrote it", k, label);
+    return b + 1;
+}
+
+rl_grade_blob rl_grade_keep(const void *data, size_t len)
+{
+    if (role != ROLE_CHILD)
+        rl_grade_fail(__FILE__, __LINE__, "grader bug: rl_grade_keep outside a run of the child");
+    rl_grade_blob b = { 0, 0 };
+    if (!len)
+        return b;
+    b.off = rec_alloc(len);
+    b.len = len;
+    memcpy((char *)rec + b.off, data, len);
+    return b;
+}
+
+rl_grade_blob rl_grade_keep_str(const char *s)
+{
+    return s && *s ? rl_grade_keep(s, strlen(s) + 1) : (rl_grade_blob){ 0, 0 };
+}
+
+/* The bytes of b when b lies inside the record, else NULL. */
+static const void *blob_bytes(rl_grade_blob b)
+{
+    uint64_t used = role == ROLE_JUDGE ? rec_used : __atomic_load_n(&rec->used, __ATOMIC_RELAXED);
+    if (!rec || b.off < sizeof *rec || b.off > used || used - b.off < b.len)
+        return NULL;
+    return (const char *)rec + b.off;
+}
+
+const void *rl_grade_blob_get(rl_grade_blob b, size_t elem, size_t n)
+{
+    if (n == 0 && b.len == 0)
+        return NULL;
+    const void *p = blob_bytes(b);
+    if (!p || !elem || b.len / elem != n || b.len % elem)
+        rl_grade_fail(__FILE__, __LINE__, "the test's record is malformed (%llu bytes where %zu x %zu were "
+                      "expected): the code under test overwrote it", (unsigned long long)b.len, n, elem);
+    return p;
+}
+
+size_t rl_grade_blob_count(rl_grade_blob b, size_t elem) { return elem ? (size_t)(b.len / elem) : 0; }
+
+const char *rl_grade_blob_str(rl_grade_blob b)
+{
+    if (!b.len)
+        return "";
+    const char *p = blob_bytes(b);
+    if (!p || p[b.len - 1])
+        rl_grade_fail(__FILE__, __LINE__, "the test's record is malformed (a text that does not end): the code "
+                      "under test overwrote it");
+    return p;
+}
+
 /* In a test's child: a fatal signal after rl_grade_note first writes the note. */
 static void on_fatal_signal(int sig)
 {
@@ -123,12 +379,17 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-static void child_setup(void)
+/* In the judge: a fault inside the code under test is a grader bug, said as such. */
+static void on_judge_fault(int sig, siginfo_t *si, void *uc)
 {
-    crash_note[0] = 0;
-    int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        signal(sigs[i], on_fatal_signal);
+    (void)uc;
+    static const char m[] = "Fgrader bug: the judge reached the code under test outside rl_grade_run";
+    if (si && in_learner_text((uintptr_t)si->si_addr)) {
+        ssize_t k = write(verdict_fd, m, sizeof m - 1);
+        (void)k;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 double rl_grade_time_scale(void)
@@ -181,28 +442,7 @@ static char *crash_note_in(const char *output)
     return strndup(m, strcspn(m, "\n"));
 }
 
-/* Turns Check's message for an error into the grader's wording (malloc'd). */
-static char *explain_error(const char *msg, double limit, const char *output)
-{
-    int sig;
-    if (strstr(msg, "timeout expired"))
-        return str_printf("timed out after %g s (an endless loop or a deadlock; RL_GRADE_TIME_SCALE "
-                          "scales the limit on slow machines)", limit);
-    if (sscanf(msg, "Received signal %d", &sig) == 1) {
-        const char *abbrev = sigabbrev_np(sig);
-        char *note = crash_note_in(output);
-        char *r = note ? str_printf("crashed: SIG%s (%s), after your code had reported an error: %s", abbrev ? abbrev : "?",
-                                    strsignal(sig), note)
-                       : str_printf("crashed: SIG%s (%s)", abbrev ? abbrev : "?", strsignal(sig));
-        free(note);
-        return r;
-    }
-    if (strncmp(msg, "Early exit with return value", 28) == 0)
-        return str_printf("the code under test called exit() (%s); return an error code instead", msg);
-    return strdup(msg);
-}
-
-/* Reads and removes a capture file. */
+/* Reads and closes a capture file. */
 static char *slurp_file(FILE *f)
 {
     fflush(f);
@@ -214,65 +454,242 @@ static char *slurp_file(FILE *f)
     size_t k = buf ? fread(buf, 1, (size_t)len, f) : 0;
     if (buf)
         buf[k] = 0;
+    fclose(f);
     return buf;
 }
 
-/* Runs one test forked under its limit, with its stdout and stderr captured. */
-static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, double scale, outcome *o)
+/* Waits for pid at most limit seconds (then kills it); returns its wait status, *timed_out set. */
+static int wait_limited(pid_t pid, double limit, int *timed_out)
+{
+    *timed_out = 0;
+    int status = 0;
+    double end = mono_now() + limit;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return 0;
+        double left = end - mono_now();
+        if (left <= 0) {
+            *timed_out = 1;
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+        }
+        if (pfd >= 0) {
+            struct pollfd p = { .fd = pfd, .events = POLLIN };
+            poll(&p, 1, (int)(left * 1000) + 1);
+        } else {
+            struct timespec ts = { 0, 2000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (pfd >= 0)
+        close(pfd);
+    return status;
+}
+
+/* Why a child that ended with status did not finish its test (malloc'd), or NULL when it did. */
+static char *child_outcome(int status, int timed_out, double limit, const char *output)
+{
+    if (timed_out)
+        return str_printf("timed out after %g s (an endless loop or a deadlock; RL_GRADE_TIME_SCALE scales the "
+                          "limit on slow machines)", limit);
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *abbrev = sigabbrev_np(sig);
+        char *note = crash_note_in(output);
+        char *r = note ? str_printf("crashed: SIG%s (%s), after your code had reported an error: %s",
+                                    abbrev ? abbrev : "?", strsignal(sig), note)
+                       : str_printf("crashed: SIG%s (%s)", abbrev ? abbrev : "?", strsignal(sig));
+        free(note);
+        return r;
+    }
+    if (rec->magic != REC_MAGIC || rec->nonce != run_nonce || rec->used > REC_CAP || rec->nblocks > REC_MAXBLOCKS)
+        return strdup("the test's record was overwritten: the code under test wrote where it may not");
+    if (!__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE))
+        return str_printf("the test's process ended (exit status %d) before the test finished: the code under test "
+                          "called exit() or ended the process; return an error code instead (a test passes only "
+                          "with its whole record)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    if (!rec->passed) {
+        rl_grade_blob m = { rec->msg_off, rec->msg_len + 1 };
+        const char *p = blob_bytes(m);
+        return p && !p[rec->msg_len] ? strdup(p) : strdup("a check of the test failed (its message was lost)");
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return str_printf("the test's process ended with exit status %d after the test", WEXITSTATUS(status));
+    return NULL;
+}
+
+/* Removes a scratch folder and everything in it (links are removed, never followed). */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* The grading run's scratch folder (each test's child works in a folder of its own below it). */
+static char scratch_base[512];
+
+/* In the forked child: confines itself and runs the test; never returns. */
+static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
+{
+    role = ROLE_CHILD;
+    setpgid(0, 0);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0)
+        dup2(nul, 0);
+    dup2(fileno(cap), 1);
+    dup2(fileno(cap), 2);
+    close_range(3, ~0u, 0);
+    crash_note[0] = 0;
+    int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], on_fatal_signal);
+    struct rlimit fsz = { (rlim_t)64 << 20, (rlim_t)64 << 20 }; /* what it may write: 64 MiB */
+    setrlimit(RLIMIT_FSIZE, &fsz);
+    learner_text(PROT_READ | PROT_EXEC);
+    char err[256];
+    int no_files = 0;
+    if (chdir(dir) || rl_sandbox_enter(".", &no_files, err, sizeof err))
+        rl_grade_fail(__FILE__, __LINE__, "the grader could not confine the test's process (%s): it grades only "
+                      "inside its sandbox (Linux with seccomp)", chdir(dir) ? strerror(errno) : err);
+    (*t->fn)->fn(0);
+    finish(1, NULL);
+}
+
+/* In the forked judge: runs the test against the child's record; never returns. */
+static void judge_main(const rl_grade_test *t, FILE *cap, int fd)
+{
+    role = ROLE_JUDGE;
+    verdict_fd = fd;
+    dup2(fileno(cap), 1);
+    dup2(fileno(cap), 2);
+    struct sigaction sa = { 0 };
+    sa.sa_sigaction = on_judge_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    if (rec) {
+        rec_used = rec->used;
+        mprotect(rec, REC_CAP, PROT_READ);
+    }
+    (*t->fn)->fn(0);
+    finish(1, NULL);
+}
+
+/* Runs the judge of t (rec: the child's record, or NULL); returns its verdict message
+ * (malloc'd; "" when it passed) or a grader failure in *reason. */
+static int run_judge(const rl_grade_test *t, double limit, char **reason, char **output, double *secs)
+{
+    int fds[2];
+    FILE *cap = tmpfile();
+    if (pipe(fds) || !cap) {
+        *reason = str_printf("the grader could not start the judge: %s", strerror(errno));
+        if (cap)
+            fclose(cap);
+        return 0;
+    }
+    fflush(NULL);
+    double t0 = mono_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        judge_main(t, cap, fds[1]);
+    }
+    close(fds[1]);
+    int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out) : 0;
+    *secs = mono_now() - t0;
+    rl_grade_text v = { 0 };
+    char buf[4096];
+    ssize_t k;
+    while ((k = read(fds[0], buf, sizeof buf)) > 0)
+        rl_grade_text_add(&v, "%.*s", (int)k, buf);
+    close(fds[0]);
+    *output = slurp_file(cap);
+    const char *m = rl_grade_text_str(&v);
+    int passed = 0;
+    if (pid < 0)
+        *reason = str_printf("the grader could not start the judge: %s", strerror(errno));
+    else if (m[0] == 'P' && !m[1] && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        passed = 1;
+    else if (m[0] == 'F')
+        *reason = strdup(m + 1);
+    else
+        *reason = str_printf("the grader's judge of this test failed (%s): a grader bug, or a record it could not "
+                             "read", timed_out ? "timed out" : WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                                                                                   : "no verdict");
+    rl_grade_text_free(&v);
+    return passed;
+}
+
+/* Runs one test: the child (unless the test runs no code under test), then the judge. */
+static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, int index, double scale, outcome *o)
 {
     memset(o, 0, sizeof *o);
     double limit = t->limit_s * scale;
-    test_key = key_of(t); /* the forked test inherits it: rl_grade_rng */
-    Suite *s = suite_create(t->step);
-    TCase *tc = tcase_create(t->title);
-    tcase_add_checked_fixture(tc, child_setup, NULL);
-    tcase_add_test(tc, *t->fn);
-    tcase_set_timeout(tc, limit);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
-
-    fflush(stdout);
-    fflush(stderr);
-    FILE *cap = tmpfile();
-    int saved_out = dup(1), saved_err = dup(2);
-    if (cap) {
-        dup2(fileno(cap), 1);
-        dup2(fileno(cap), 2);
+    test_key = key_of(t); /* both processes inherit it: rl_grade_rng */
+    rec = NULL;
+    rec_next = 0;
+    child_report = NULL;
+    char *report = NULL, dir[600];
+    snprintf(dir, sizeof dir, "%s/t%d", scratch_base, index);
+    int child_ok = 1;
+    if (!(t->flags & RL_GRADE_NO_CHILD)) {
+        FILE *cap = tmpfile();
+        rec = rec_new();
+        if (!cap || !rec || mkdir(dir, 0700)) {
+            o->reason = str_printf("the grader could not set up the test: %s", strerror(errno));
+            o->output = calloc(1, 1);
+            if (cap)
+                fclose(cap);
+            goto out;
+        }
+        fflush(NULL);
+        double t0 = mono_now();
+        pid_t pid = fork();
+        if (pid == 0)
+            child_main(t, cap, dir);
+        int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out) : 0;
+        o->seconds = mono_now() - t0;
+        o->output = slurp_file(cap);
+        if (!o->output)
+            o->output = calloc(1, 1);
+        report = pid < 0 ? str_printf("the grader could not fork: %s", strerror(errno))
+                         : child_outcome(status, timed_out, limit, o->output);
+        child_ok = report == NULL;
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
-    double t0 = mono_now();
-    srunner_run(sr, t->step, t->title, CK_SILENT);
-    o->seconds = mono_now() - t0;
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
-    o->output = cap ? slurp_file(cap) : NULL;
-    if (cap)
-        fclose(cap);
-    if (!o->output)
-        o->output = calloc(1, 1);
-
-    int n = srunner_ntests_run(sr);
-    TestResult **res = srunner_results(sr);
-    if (n < 1 || !res) {
-        o->reason = str_printf("the test did not run (Check found no test '%s' in suite %s)", t->title, t->step);
+    if (lab->child_verdict && !(t->flags & RL_GRADE_NO_CHILD)) {
+        o->passed = child_ok;
+        o->reason = report;
+        report = NULL;
     } else {
-        TestResult *r = res[0];
-        if (tr_rtype(r) == CK_PASS)
-            o->passed = 1;
-        else if (tr_rtype(r) == CK_ERROR)
-            o->reason = explain_error(tr_msg(r), limit, o->output);
-        else
-            o->reason = strdup(tr_msg(r));
+        child_report = report;
+        char *jout = NULL, *why = NULL;
+        double js = 0;
+        int judged = run_judge(t, limit, &why, &jout, &js);
+        o->seconds += js;
+        if (!o->output) {
+            o->output = jout ? jout : calloc(1, 1);
+            jout = NULL;
+        }
+        free(jout);
+        o->passed = judged && child_ok;
+        o->reason = judged ? (report ? strdup(report) : NULL) : why;
+        if (judged)
+            free(why);
     }
+out:
+    free(report);
+    child_report = NULL;
+    if (rec)
+        munmap(rec, REC_CAP);
+    rec = NULL;
     if (!o->passed && !o->reason)
         o->reason = strdup("(out of memory for the message)");
-    free(res);
-    srunner_free(sr);
-    (void)lab;
 }
 
 /* Lines the terminal view keeps even when it shortens a text: the runtime's verdicts and
@@ -441,6 +858,7 @@ static uint64_t fresh_seed(void)
 
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
+    learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
     const char *steps[32];
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL;
@@ -527,7 +945,15 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 
     if (!have_seed)
         run_seed = fresh_seed();
-    check_set_max_msg_size(1 << 20); /* messages are never cut by Check */
+    if (getrandom(&run_nonce, sizeof run_nonce, 0) != (ssize_t)sizeof run_nonce)
+        run_nonce = fresh_seed() * 0x9E3779B97F4A7C15ull ^ (uint64_t)mono_now();
+    const char *tmp = getenv("TMPDIR");
+    snprintf(scratch_base, sizeof scratch_base, "%s/rl-grade-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch_base)) {
+        fprintf(stderr, "grade: cannot make a scratch folder %s: %s\n", scratch_base, strerror(errno));
+        free(sel);
+        return 2;
+    }
     double scale = rl_grade_time_scale();
     printf("Grading lab %s (%s): %d test%s", lab->id, lab->title, nsel, nsel == 1 ? "" : "s");
     if (exam_mode)
@@ -554,7 +980,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
                 continue;
             any = 1;
             outcome *o = &res[i];
-            run_one(lab, t, scale, o);
+            run_one(lab, t, i, scale, o);
             int pts = o->passed ? t->points : 0;
             got += pts;
             of += t->points;
@@ -590,6 +1016,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             rc = 1;
         }
     }
+    nftw(scratch_base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     printf("Seed %llu: RL_GRADE_SEED=%llu replays these cases.\n", (unsigned long long)run_seed,
            (unsigned long long)run_seed);
     printf("Score: %d/%d\n", score, max);

@@ -1,8 +1,19 @@
-/* grade.h — the grader framework every lab's grader uses. A lab grader is a list of Check
- * tests, each with its step, a title, points and a time limit; rl_grade_main runs each
- * one forked (Check's CK_FORK) under its limit, so a crash, an abort or an endless loop in
- * learner code loses that test's points — with the reason, "crashed: SIGSEGV" or "timed out
- * after 10 s" — and grading goes on. It prints one line per test in the style of the
+/* grade.h — the grader framework every lab's grader uses. A lab grader is a list of tests
+ * (Check's START_TEST functions), each with its step, a title, points and a time limit.
+ *
+ * Who runs what. The grader process never runs code under test. For each test it forks a
+ * child, which runs the test function inside a sandbox (sandbox.h) and writes a record: every
+ * stretch of work that runs code under test goes through rl_grade_run, whose output — the
+ * values the code produced and the runtime's records of what it did (trace, counters, memory)
+ * — is copied into a record the grader set up for this test, with a per-run nonce. Then the
+ * grader forks the judge, a process that never runs code under test either: it runs the same
+ * test function, draws the same cases from the seed, computes every reference itself, takes
+ * each rl_grade_run's output from the child's record instead of running it, and makes every
+ * comparison. A test passes only when the judge passed it and the child finished its record;
+ * a child's exit status alone never passes, and a missing or malformed record fails. A
+ * crash, an abort or an endless loop in the child loses that test's points — with the reason,
+ * "crashed: SIGSEGV" or "timed out after 10 s" — and grading goes on. Tests that run no code
+ * under test (answers files) are judged alone. It prints one line per test in the style of the
  * OS-course graders, a subtotal per step, `Score: X/Y` last, and can write the Gradescope
  * autograder JSON.
  *
@@ -28,6 +39,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "rng.h"
 
 /* One graded step of a lab ("28.1", "ring all-reduce"). */
@@ -36,13 +48,19 @@ typedef struct rl_grade_step {
     const char *title;
 } rl_grade_step;
 
+/* rl_grade_test.flags */
+enum {
+    RL_GRADE_NO_CHILD = 1, /* the test runs no code under test (an answers file): only the judge runs it */
+};
+
 /* One graded test: a Check test function (START_TEST) with its points and time limit. */
 typedef struct rl_grade_test {
     const char *step;       /* the step id it belongs to */
     const char *title;      /* "odd counts" */
     int points;
-    double limit_s;         /* wall-clock limit before RL_GRADE_TIME_SCALE */
+    double limit_s;         /* wall-clock limit before RL_GRADE_TIME_SCALE (the child's, and the judge's) */
     const TTest *const *fn; /* &name of a START_TEST(name) */
+    int flags;              /* RL_GRADE_NO_CHILD or 0 */
 } rl_grade_test;
 
 /* A lab's grader. */
@@ -55,6 +73,7 @@ typedef struct rl_grade_lab {
     int nsteps;
     const rl_grade_test *tests;
     int ntests;
+    int child_verdict;           /* 1: tests not yet written for the judge — the child's own checks decide */
 } rl_grade_lab;
 
 /* Runs a lab grader's command line; returns the process exit status. */
@@ -78,6 +97,60 @@ void rl_grade_shuffle(rl_rng *g, int *perm, int n);
 /* In a test: remembers an error the code under test reported, so that a crash that follows
  * (a freed buffer still in flight ...) is reported with it instead of a bare "crashed". */
 void rl_grade_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ failing a test
+ * Check's assertion macros, redefined: a failed check ends the test's process with its
+ * message (in the child: into its record; in the judge: the verdict). */
+__attribute__((noreturn, format(printf, 3, 4))) void rl_grade_fail(const char *file, int line, const char *fmt, ...);
+#undef ck_assert
+#undef ck_assert_msg
+#undef ck_abort_msg
+#undef ck_assert_int_eq
+#undef ck_assert_int_ge
+#define ck_assert_msg(expr, ...) ((expr) ? (void)0 : rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__))
+#define ck_assert(expr) ((expr) ? (void)0 : rl_grade_fail(__FILE__, __LINE__, "Assertion '%s' failed", #expr))
+#define ck_abort_msg(...) rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define RL_GRADE_CMP_(X, OP, Y)                                                                                    \
+    do {                                                                                                          \
+        intmax_t x_ = (X), y_ = (Y);                                                                              \
+        if (!(x_ OP y_))                                                                                          \
+            rl_grade_fail(__FILE__, __LINE__, "Assertion '%s' failed: %s == %jd, %s == %jd", #X " " #OP " " #Y, #X, \
+                          x_, #Y, y_);                                                                            \
+    } while (0)
+#define ck_assert_int_eq(X, Y) RL_GRADE_CMP_(X, ==, Y)
+#define ck_assert_int_ge(X, Y) RL_GRADE_CMP_(X, >=, Y)
+
+/* ------------------------------------------------------------------ runs of code under test
+ * rl_grade_run(label, size, fn, arg): in the child, runs fn(out, arg) with out zeroed (size
+ * bytes in the record) and returns out; in the judge, returns the same bytes from the child's
+ * record without running fn (and ends the test with the child's own failure when the child
+ * never finished this run: a crash, a time-out, a failed check). Everything a test checks must
+ * come from what rl_grade_run returned, and fn may only write out, what it keeps with
+ * rl_grade_keep, and its own locals: the judge never runs it. The k-th call of a test is
+ * matched with the child's k-th by its label and size. */
+typedef void (*rl_grade_produce)(void *out, void *arg);
+const void *rl_grade_run(const char *label, size_t size, rl_grade_produce fn, void *arg);
+
+/* Bytes kept in the record (in fn of rl_grade_run): their place, not a pointer. */
+typedef struct rl_grade_blob {
+    uint64_t off, len;
+} rl_grade_blob;
+/* In fn: copies len bytes into the record. */
+rl_grade_blob rl_grade_keep(const void *data, size_t len);
+/* Kept text (NULL: an empty one). */
+rl_grade_blob rl_grade_keep_str(const char *s);
+/* The bytes of a kept blob, checked to hold exactly n elements of elem bytes (NULL when n is 0);
+ * a blob that does not fit the record ends the test (a malformed record). */
+const void *rl_grade_blob_get(rl_grade_blob b, size_t elem, size_t n);
+/* A kept text ("" when empty). */
+const char *rl_grade_blob_str(rl_grade_blob b);
+/* The number of elem-byte elements in b. */
+size_t rl_grade_blob_count(rl_grade_blob b, size_t elem);
+/* A temporary file in the test's scratch folder (already unlinked), or NULL: the child may
+ * open files only there. */
+FILE *rl_grade_tmpfile(void);
+/* 1 in the judge: work only the child needs (e.g. printing a case list twice) may be skipped. */
+int rl_grade_judging(void);
 
 /* A text that grows as needed: failure messages and case lists are never cut short. */
 typedef struct rl_grade_text {

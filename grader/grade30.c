@@ -1869,7 +1869,7 @@ static void pp_run(const pp_case *c, const rl_pp_schedule *sched, uint64_t seed,
     cfg.p = c->p, cfg.m = c->m, cfg.v = c->v, cfg.schedule = c->kind;
     cfg.pp_rows = rows, cfg.h = h, cfg.seed = seed;
     cfg.pp_sched = sched;
-    char dir[] = "/tmp/grade30-pp-XXXXXX", path[64], fpath[96];
+    char dir[] = "grade30-pp-XXXXXX", path[64], fpath[96]; /* in the test's scratch folder */
     int have_dir = mkdtemp(dir) != NULL;
     if (have_dir) {
         snprintf(path, sizeof path, "%s/pp.json", dir);
@@ -2956,44 +2956,44 @@ static const rl_grade_step steps30[] = {
 };
 
 static const rl_grade_test tests30[] = {
-    { "30.1", "shard shapes, dim names and slices", 3, 20, &t_tp_shapes },
-    { "30.1", "forward = dense MLP", 4, 20, &t_tp_forward },
-    { "30.1", "backward: dx and gradient shards = dense", 4, 20, &t_tp_backward },
-    { "30.1", "one all-reduce of b*s*h forward, one backward (trace)", 4, 20, &t_tp_counts },
-    { "30.1", "memory: every tensor's category, saved activations freed", 2, 20, &t_tp_memory },
-    { "30.1", "t = 1 and one FFN column per rank", 2, 30, &t_tp_sizes },
-    { "30.1", "on a sub-communicator: two TP groups, collectives on the group (trace)", 2, 20, &t_tp_groups },
-    { "30.1", "f not divisible by t, shapes that disagree: refused", 1, 20, &t_tp_refuse },
-    { "30.1", "answers: TP traffic per layer (4bsh, 70B layer)", 2, 10, &t_ans_tp },
-    { "30.2", "= dense attention (random a, t)", 5, 20, &t_attn },
-    { "30.2", "heads r*a/t.. on rank r: shards, temporaries freed", 2, 20, &t_attn_shards },
-    { "30.2", "one all-reduce of b*s*h (trace)", 2, 20, &t_attn_comm },
-    { "30.2", "on a sub-communicator: two TP groups, the all-reduce on the group (trace)", 2, 20, &t_attn_groups },
-    { "30.2", "heads not divisible by t: clear error", 3, 20, &t_attn_bad_heads },
-    { "30.3", "outputs = dense block", 4, 20, &t_sp_outputs },
-    { "30.3", "gradient shards; db2 over this rank's rows", 2, 20, &t_sp_grads },
-    { "30.3", "all-gather and reduce-scatter of b*s*h, no all-reduce (trace)", 4, 20, &t_sp_volume },
-    { "30.3", "activation bytes per rank reduced", 4, 20, &t_sp_memory },
-    { "30.3", "on a sub-communicator: two TP groups, the SP collectives on the group (trace)", 2, 20, &t_sp_groups },
-    { "30.3", "answers: activation memory with and without SP", 2, 10, &t_ans_act },
-    { "30.4", "schedules validate (dependencies, no deadlock)", 4, 20, &t_pp_validate },
-    { "30.4", "op lists in the handout's order", 4, 20, &t_pp_order },
-    { "30.4", "bad arguments refused", 2, 20, &t_pp_refuse },
-    { "30.4", "executor: gradients = unpipelined model (gpipe, 1f1b)", 4, 40, &t_pp_grads },
-    { "30.4", "executor: interleaved gradients = unpipelined model", 3, 40, &t_pp_grads_il },
-    { "30.4", "bubble (p-1)/(m+p-1): gpipe, 1f1b", 4, 40, &t_pp_bubble },
-    { "30.4", "interleaved bubble (p-1)/(vm+p-1)", 3, 40, &t_pp_interleaved },
-    { "30.4", "peak in-flight: gpipe m, 1f1b min(p-r, m)", 3, 40, &t_pp_inflight },
-    { "30.4", "executor memory: buffers under RL_MEM_COMM, nothing left", 2, 40, &t_pp_memory },
-    { "30.4", "answers: bubbles for p=4, m=16", 2, 10, &t_ans_bubble },
-    { "30.5", "positions: contiguous, zig-zag in local order", 3, 10, &t_cp_positions },
-    { "30.5", "log-sum-exp merge", 3, 10, &t_cp_merge },
-    { "30.5", "ring attention = full attention", 5, 30, &t_cp_equal },
-    { "30.5", "ring attention leaves nothing allocated", 1, 30, &t_cp_memory },
-    { "30.5", "K/V passed around the ring, never gathered (trace)", 3, 30, &t_cp_ring },
-    { "30.5", "on a sub-communicator: two CP groups, the ring on the group (trace)", 2, 30, &t_cp_groups },
-    { "30.5", "causal work: the mask's count, accumulated, balanced", 3, 30, &t_cp_balance },
-    { "30.5", "answers: interview questions", 3, 10, &t_ans_interview },
+    { "30.1", "shard shapes, dim names and slices", 3, 20, &t_tp_shapes, 0 },
+    { "30.1", "forward = dense MLP", 4, 20, &t_tp_forward, 0 },
+    { "30.1", "backward: dx and gradient shards = dense", 4, 20, &t_tp_backward, 0 },
+    { "30.1", "one all-reduce of b*s*h forward, one backward (trace)", 4, 20, &t_tp_counts, 0 },
+    { "30.1", "memory: every tensor's category, saved activations freed", 2, 20, &t_tp_memory, 0 },
+    { "30.1", "t = 1 and one FFN column per rank", 2, 30, &t_tp_sizes, 0 },
+    { "30.1", "on a sub-communicator: two TP groups, collectives on the group (trace)", 2, 20, &t_tp_groups, 0 },
+    { "30.1", "f not divisible by t, shapes that disagree: refused", 1, 20, &t_tp_refuse, 0 },
+    { "30.1", "answers: TP traffic per layer (4bsh, 70B layer)", 2, 10, &t_ans_tp, RL_GRADE_NO_CHILD },
+    { "30.2", "= dense attention (random a, t)", 5, 20, &t_attn, 0 },
+    { "30.2", "heads r*a/t.. on rank r: shards, temporaries freed", 2, 20, &t_attn_shards, 0 },
+    { "30.2", "one all-reduce of b*s*h (trace)", 2, 20, &t_attn_comm, 0 },
+    { "30.2", "on a sub-communicator: two TP groups, the all-reduce on the group (trace)", 2, 20, &t_attn_groups, 0 },
+    { "30.2", "heads not divisible by t: clear error", 3, 20, &t_attn_bad_heads, 0 },
+    { "30.3", "outputs = dense block", 4, 20, &t_sp_outputs, 0 },
+    { "30.3", "gradient shards; db2 over this rank's rows", 2, 20, &t_sp_grads, 0 },
+    { "30.3", "all-gather and reduce-scatter of b*s*h, no all-reduce (trace)", 4, 20, &t_sp_volume, 0 },
+    { "30.3", "activation bytes per rank reduced", 4, 20, &t_sp_memory, 0 },
+    { "30.3", "on a sub-communicator: two TP groups, the SP collectives on the group (trace)", 2, 20, &t_sp_groups, 0 },
+    { "30.3", "answers: activation memory with and without SP", 2, 10, &t_ans_act, RL_GRADE_NO_CHILD },
+    { "30.4", "schedules validate (dependencies, no deadlock)", 4, 20, &t_pp_validate, 0 },
+    { "30.4", "op lists in the handout's order", 4, 20, &t_pp_order, 0 },
+    { "30.4", "bad arguments refused", 2, 20, &t_pp_refuse, 0 },
+    { "30.4", "executor: gradients = unpipelined model (gpipe, 1f1b)", 4, 40, &t_pp_grads, 0 },
+    { "30.4", "executor: interleaved gradients = unpipelined model", 3, 40, &t_pp_grads_il, 0 },
+    { "30.4", "bubble (p-1)/(m+p-1): gpipe, 1f1b", 4, 40, &t_pp_bubble, 0 },
+    { "30.4", "interleaved bubble (p-1)/(vm+p-1)", 3, 40, &t_pp_interleaved, 0 },
+    { "30.4", "peak in-flight: gpipe m, 1f1b min(p-r, m)", 3, 40, &t_pp_inflight, 0 },
+    { "30.4", "executor memory: buffers under RL_MEM_COMM, nothing left", 2, 40, &t_pp_memory, 0 },
+    { "30.4", "answers: bubbles for p=4, m=16", 2, 10, &t_ans_bubble, RL_GRADE_NO_CHILD },
+    { "30.5", "positions: contiguous, zig-zag in local order", 3, 10, &t_cp_positions, 0 },
+    { "30.5", "log-sum-exp merge", 3, 10, &t_cp_merge, 0 },
+    { "30.5", "ring attention = full attention", 5, 30, &t_cp_equal, 0 },
+    { "30.5", "ring attention leaves nothing allocated", 1, 30, &t_cp_memory, 0 },
+    { "30.5", "K/V passed around the ring, never gathered (trace)", 3, 30, &t_cp_ring, 0 },
+    { "30.5", "on a sub-communicator: two CP groups, the ring on the group (trace)", 2, 30, &t_cp_groups, 0 },
+    { "30.5", "causal work: the mask's count, accumulated, balanced", 3, 30, &t_cp_balance, 0 },
+    { "30.5", "answers: interview questions", 3, 10, &t_ans_interview, RL_GRADE_NO_CHILD },
 };
 
 int main(int argc, char **argv)
@@ -3001,6 +3001,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "30", "model parallelism: TP, SP, PP, CP", "labs/30_tp_pp_sp_cp/README.md", "labs/30_tp_pp_sp_cp/answers.txt",
         steps30, (int)(sizeof steps30 / sizeof steps30[0]), tests30, (int)(sizeof tests30 / sizeof tests30[0]),
+        1, /* the child's checks decide until this grader is written for the judge */
     };
     return rl_grade_main(&lab, argc, argv);
 }

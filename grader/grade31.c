@@ -936,7 +936,7 @@ static void td_check(const td_shape *sh, int what)
     /* the run's stderr goes through a temporary file, copied back after: a watchdog that fires
      * (or a mismatch) leaves its verdict line there for the message */
     fflush(stderr);
-    FILE *cap = tmpfile();
+    FILE *cap = rl_grade_tmpfile();
     int saved = cap ? dup(2) : -1;
     if (cap)
         dup2(fileno(cap), 2);
@@ -2032,7 +2032,7 @@ static int fault_scenario(const char *spec, int ranks, const char *tag, rl_diag_
     fc.opts.timeout_s = 0.4;
     fc.steps = 4;
     char path[256], err[256];
-    snprintf(path, sizeof path, "/tmp/rl31_%d_%s.json", (int)getpid(), tag);
+    snprintf(path, sizeof path, "rl31_%s.json", tag); /* in the test's scratch folder */
     fc.opts.trace_path = path;
     ck_assert(rl_fault_parse(spec, &fc.opts.faults[0], err, sizeof err) == 0);
     fc.opts.nfaults = 1;
@@ -2742,7 +2742,7 @@ START_TEST(t_diag_p2p)
     rl_opts o = gopts(n);
     o.timeout_s = 0.4;
     char path[128], dump[160], err[256];
-    snprintf(path, sizeof path, "/tmp/rl31_%d_p2p.json", (int)getpid());
+    snprintf(path, sizeof path, "rl31_p2p.json"); /* in the test's scratch folder */
     snprintf(dump, sizeof dump, "%s.flight.json", path);
     o.trace_path = path;
     int saved = stderr_off();
@@ -3556,45 +3556,45 @@ static const rl_grade_step steps31[] = {
 };
 
 static const rl_grade_test tests31[] = {
-    { "31.1", "3D layouts = mesh.h (coords, groups, nodes)", 6, 20, &t_mesh_3d },
-    { "31.1", "CP, EP and both rank orders", 4, 20, &t_mesh_cp_ep_order },
-    { "31.1", "invalid shapes refused with a message", 3, 10, &t_mesh_bad },
-    { "31.1", "TP group across nodes: warning", 3, 10, &t_mesh_warning },
-    { "31.1", "communicators from rl_comm_split", 5, 20, &t_mesh_comms },
-    { "31.1", "one split per kind in mesh_dim order; the mesh view recorded", 2, 20, &t_mesh_split_order },
-    { "31.2", "dp2 x pp2 x tp2 = one-rank run after 3 steps", 10, 30, &t_3d_full },
-    { "31.2", "other shapes, fixed and randomized (m < pp, odd sizes)", 6, 40, &t_3d_shapes },
-    { "31.2", "reported loss = the mean micro-batch loss", 3, 30, &t_3d_loss },
-    { "31.2", "ZeRO-1 traffic on the DP group", 3, 30, &t_3d_dp_traffic },
-    { "31.2", "TP all-reduces on the TP group, send/recv between stage neighbours", 3, 30, &t_3d_pattern },
-    { "31.2", "the reduced gradient = the mean over the global batch (Adam's m after step 0)", 3, 30, &t_3d_grad },
-    { "31.2", "order in a step: the last send before ZeRO-1; ops tagged with rl_pp_mark", 2, 30, &t_3d_order },
-    { "31.2", "answers: per-GPU memory under 3D", 2, 10, &t_ans_memory },
-    { "31.3", "router: softmax, top-k, ties to the lower id", 3, 20, &t_moe_route },
-    { "31.3", "capacity, dropping and dispatch order = moe.h's plan", 4, 20, &t_moe_plan },
-    { "31.3", "output = one-rank MoE reference", 8, 30, &t_moe_equal },
-    { "31.3", "dropped tokens follow the capacity rule", 6, 30, &t_moe_drops },
-    { "31.3", "Switch aux loss", 3, 30, &t_moe_aux },
+    { "31.1", "3D layouts = mesh.h (coords, groups, nodes)", 6, 20, &t_mesh_3d, 0 },
+    { "31.1", "CP, EP and both rank orders", 4, 20, &t_mesh_cp_ep_order, 0 },
+    { "31.1", "invalid shapes refused with a message", 3, 10, &t_mesh_bad, 0 },
+    { "31.1", "TP group across nodes: warning", 3, 10, &t_mesh_warning, 0 },
+    { "31.1", "communicators from rl_comm_split", 5, 20, &t_mesh_comms, 0 },
+    { "31.1", "one split per kind in mesh_dim order; the mesh view recorded", 2, 20, &t_mesh_split_order, 0 },
+    { "31.2", "dp2 x pp2 x tp2 = one-rank run after 3 steps", 10, 30, &t_3d_full, 0 },
+    { "31.2", "other shapes, fixed and randomized (m < pp, odd sizes)", 6, 40, &t_3d_shapes, 0 },
+    { "31.2", "reported loss = the mean micro-batch loss", 3, 30, &t_3d_loss, 0 },
+    { "31.2", "ZeRO-1 traffic on the DP group", 3, 30, &t_3d_dp_traffic, 0 },
+    { "31.2", "TP all-reduces on the TP group, send/recv between stage neighbours", 3, 30, &t_3d_pattern, 0 },
+    { "31.2", "the reduced gradient = the mean over the global batch (Adam's m after step 0)", 3, 30, &t_3d_grad, 0 },
+    { "31.2", "order in a step: the last send before ZeRO-1; ops tagged with rl_pp_mark", 2, 30, &t_3d_order, 0 },
+    { "31.2", "answers: per-GPU memory under 3D", 2, 10, &t_ans_memory, RL_GRADE_NO_CHILD },
+    { "31.3", "router: softmax, top-k, ties to the lower id", 3, 20, &t_moe_route, 0 },
+    { "31.3", "capacity, dropping and dispatch order = moe.h's plan", 4, 20, &t_moe_plan, 0 },
+    { "31.3", "output = one-rank MoE reference", 8, 30, &t_moe_equal, 0 },
+    { "31.3", "dropped tokens follow the capacity rule", 6, 30, &t_moe_drops, 0 },
+    { "31.3", "Switch aux loss", 3, 30, &t_moe_aux, 0 },
     { "31.3", "dispatch and combine: all-to-all(v) bytes per peer; experts computed where they live", 4, 30,
-      &t_moe_pattern },
-    { "31.3", "answers: capacity and all-to-all bytes per token (H2)", 2, 10, &t_ans_moe },
-    { "31.3", "answers: expert-hit cv and max/min (H3)", 1, 10, &t_ans_hits },
-    { "31.4", "hidden hang scenarios: culprit rank and seq", 6, 30, &t_diag_hang },
-    { "31.4", "hidden mismatch scenarios", 4, 30, &t_diag_mismatch },
-    { "31.4", "several anomalies per dump: lowest seq, earliest across communicators", 4, 30, &t_diag_multi },
-    { "31.4", "send/recv never matched: RL_DIAG_P2P", 2, 30, &t_diag_p2p },
-    { "31.4", "straggler detector", 4, 30, &t_diag_straggler },
+      &t_moe_pattern, 0 },
+    { "31.3", "answers: capacity and all-to-all bytes per token (H2)", 2, 10, &t_ans_moe, RL_GRADE_NO_CHILD },
+    { "31.3", "answers: expert-hit cv and max/min (H3)", 1, 10, &t_ans_hits, RL_GRADE_NO_CHILD },
+    { "31.4", "hidden hang scenarios: culprit rank and seq", 6, 30, &t_diag_hang, 0 },
+    { "31.4", "hidden mismatch scenarios", 4, 30, &t_diag_mismatch, 0 },
+    { "31.4", "several anomalies per dump: lowest seq, earliest across communicators", 4, 30, &t_diag_multi, 0 },
+    { "31.4", "send/recv never matched: RL_DIAG_P2P", 2, 30, &t_diag_p2p, 0 },
+    { "31.4", "straggler detector", 4, 30, &t_diag_straggler, 0 },
     { "31.4", "straggler rules apart: cv, max/min, outlier, even count, MAD = 0, ties", 3, 30,
-      &t_diag_straggler_cases },
-    { "31.4", "loss-spike / NaN detector", 4, 30, &t_diag_spike },
-    { "31.4", "spike rules: scan order, the last 5 values, no history at step 0", 2, 30, &t_diag_spike_cases },
-    { "31.4", "answers: interview questions", 3, 10, &t_ans_interview },
-    { "31.5", "ranked plans = calc.h planner on 5 model/cluster pairs", 7, 30, &t_plan_rank },
-    { "31.5", "ranked plans on randomized models and clusters", 4, 30, &t_plan_rank_random },
-    { "31.5", "one candidate's cost terms", 4, 30, &t_plan_candidate },
-    { "31.5", "exact ties in step time and memory: ordered by tp, pp, b, zero, recompute", 2, 10, &t_plan_ties },
-    { "31.5", "warnings: TP across nodes, m < 4p, out of memory", 3, 10, &t_plan_warnings },
-    { "31.5", "invalid candidates refused (ZeRO > 0 at dp = 1 too)", 2, 10, &t_plan_invalid },
+      &t_diag_straggler_cases, 0 },
+    { "31.4", "loss-spike / NaN detector", 4, 30, &t_diag_spike, 0 },
+    { "31.4", "spike rules: scan order, the last 5 values, no history at step 0", 2, 30, &t_diag_spike_cases, 0 },
+    { "31.4", "answers: interview questions", 3, 10, &t_ans_interview, RL_GRADE_NO_CHILD },
+    { "31.5", "ranked plans = calc.h planner on 5 model/cluster pairs", 7, 30, &t_plan_rank, 0 },
+    { "31.5", "ranked plans on randomized models and clusters", 4, 30, &t_plan_rank_random, 0 },
+    { "31.5", "one candidate's cost terms", 4, 30, &t_plan_candidate, 0 },
+    { "31.5", "exact ties in step time and memory: ordered by tp, pp, b, zero, recompute", 2, 10, &t_plan_ties, 0 },
+    { "31.5", "warnings: TP across nodes, m < 4p, out of memory", 3, 10, &t_plan_warnings, 0 },
+    { "31.5", "invalid candidates refused (ZeRO > 0 at dp = 1 too)", 2, 10, &t_plan_invalid, 0 },
 };
 
 int main(int argc, char **argv)
@@ -3603,6 +3603,7 @@ int main(int argc, char **argv)
         "31", "3D parallelism, MoE and failure debugging", "labs/31_3d_moe_debug/README.md",
         "labs/31_3d_moe_debug/answers.txt", steps31, (int)(sizeof steps31 / sizeof steps31[0]), tests31,
         (int)(sizeof tests31 / sizeof tests31[0]),
+        1, /* the child's checks decide until this grader is written for the judge */
     };
     return rl_grade_main(&lab, argc, argv);
 }
