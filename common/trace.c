@@ -563,3 +563,202 @@ fail:
     rl_trace_free(t);
     return NULL;
 }
+
+/* ------------------------------------------------------------------ packed traces */
+
+#define PACK_MAGIC 0x524c5450u /* "RLTP" */
+
+/* A growing byte buffer (pack) or a bounded cursor (unpack). */
+typedef struct pack_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+} pack_buf;
+
+static void put(pack_buf *b, const void *src, size_t n)
+{
+    if (b->failed || !n)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void put_u64(pack_buf *b, uint64_t v) { put(b, &v, sizeof v); }
+
+static void put_str(pack_buf *b, const char *s)
+{
+    uint64_t n = s ? strlen(s) + 1 : 0;
+    put_u64(b, n);
+    put(b, s, (size_t)n);
+}
+
+void *rl_trace_pack(const rl_trace *t, size_t *len)
+{
+    pack_buf b = { 0 };
+    put_u64(&b, PACK_MAGIC);
+    put_u64(&b, (uint64_t)t->nranks);
+    put(&b, t->hw, sizeof t->hw);
+    put_u64(&b, t->n);
+    for (size_t i = 0; i < t->n; i++) {
+        rl_trace_event e = t->ev[i];
+        e.shapes = NULL, e.peer_bytes = NULL;
+        put(&b, &e, sizeof e);
+        put_str(&b, t->ev[i].shapes);
+        uint64_t np = t->ev[i].peer_bytes && t->ev[i].npeers > 0 ? (uint64_t)t->ev[i].npeers : 0;
+        put_u64(&b, np);
+        put(&b, t->ev[i].peer_bytes, (size_t)np * sizeof(int64_t));
+    }
+    put_u64(&b, t->nmem);
+    put(&b, t->mem, t->nmem * sizeof *t->mem);
+    put(&b, t->peak, (size_t)t->nranks * sizeof *t->peak);
+    put_u64(&b, (uint64_t)t->mesh_ndims);
+    put(&b, t->mesh_names, sizeof t->mesh_names);
+    put(&b, t->mesh_sizes, sizeof t->mesh_sizes);
+    put_u64(&b, (uint64_t)t->nmeta);
+    for (int i = 0; i < t->nmeta; i++) {
+        put_str(&b, t->meta_keys[i]);
+        put_str(&b, t->meta_vals[i]);
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
+/* Takes n bytes from the cursor into dst (NULL: skip); 0, or -1 past the end. */
+static int take(pack_buf *b, void *dst, size_t n)
+{
+    if (b->failed || n > b->cap - b->len) {
+        b->failed = 1;
+        return -1;
+    }
+    if (dst)
+        memcpy(dst, b->p + b->len, n);
+    b->len += n;
+    return 0;
+}
+
+static uint64_t take_u64(pack_buf *b)
+{
+    uint64_t v = 0;
+    take(b, &v, sizeof v);
+    return v;
+}
+
+/* A string taken from the cursor (malloc'd), NULL when it was NULL; sets failed when malformed. */
+static char *take_str(pack_buf *b)
+{
+    uint64_t n = take_u64(b);
+    if (!n || b->failed)
+        return NULL;
+    if (n > b->cap - b->len || b->p[b->len + n - 1] != 0) {
+        b->failed = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n);
+    if (!s || take(b, s, (size_t)n)) {
+        free(s);
+        b->failed = 1;
+        return NULL;
+    }
+    return s;
+}
+
+rl_trace *rl_trace_unpack(const void *bytes, size_t len, char *err, int errlen)
+{
+    pack_buf b = { (unsigned char *)bytes, 0, len, 0 };
+    rl_trace *t = NULL;
+    const char *why = "it ends early";
+    if (take_u64(&b) != PACK_MAGIC) {
+        why = "it is not a packed trace";
+        goto bad;
+    }
+    uint64_t nranks = take_u64(&b);
+    if (b.failed || nranks < 1 || nranks > (1u << 20)) {
+        why = "its rank count is out of range";
+        goto bad;
+    }
+    t = rl_trace_new((int)nranks);
+    if (!t) {
+        why = "out of memory";
+        goto bad;
+    }
+    take(&b, t->hw, sizeof t->hw);
+    t->hw[sizeof t->hw - 1] = 0;
+    uint64_t n = take_u64(&b);
+    if (n > (len - b.len) / sizeof(rl_trace_event))
+        goto bad;
+    for (uint64_t i = 0; i < n && !b.failed; i++) {
+        rl_trace_event e;
+        take(&b, &e, sizeof e);
+        e.name[sizeof e.name - 1] = 0;
+        e.comm[sizeof e.comm - 1] = 0;
+        e.shapes = take_str(&b);
+        uint64_t np = take_u64(&b);
+        e.peer_bytes = NULL;
+        e.npeers = 0;
+        if (np > (len - b.len) / sizeof(int64_t) || np > INT32_MAX) {
+            free(e.shapes);
+            goto bad;
+        }
+        if (np) {
+            e.peer_bytes = malloc((size_t)np * sizeof(int64_t));
+            if (!e.peer_bytes || take(&b, e.peer_bytes, (size_t)np * sizeof(int64_t)))
+                b.failed = 1;
+            e.npeers = (int)np;
+        }
+        if (!b.failed && rl_trace_add(t, &e))
+            b.failed = 1;
+        free(e.shapes);
+        free(e.peer_bytes);
+    }
+    uint64_t nmem = b.failed ? 0 : take_u64(&b);
+    if (b.failed || nmem > (len - b.len) / sizeof(rl_mem_sample))
+        goto bad;
+    for (uint64_t i = 0; i < nmem && !b.failed; i++) {
+        rl_mem_sample s;
+        if (!take(&b, &s, sizeof s) && rl_trace_add_mem(t, &s))
+            b.failed = 1;
+    }
+    take(&b, t->peak, (size_t)t->nranks * sizeof *t->peak);
+    uint64_t nd = take_u64(&b);
+    take(&b, t->mesh_names, sizeof t->mesh_names);
+    take(&b, t->mesh_sizes, sizeof t->mesh_sizes);
+    if (nd > RL_MESH_MAX)
+        goto bad;
+    t->mesh_ndims = (int)nd;
+    for (int i = 0; i < RL_MESH_MAX; i++)
+        t->mesh_names[i][sizeof t->mesh_names[i] - 1] = 0;
+    uint64_t nmeta = take_u64(&b);
+    if (nmeta > (len - b.len) / (2 * sizeof(uint64_t)))
+        goto bad;
+    for (uint64_t i = 0; i < nmeta && !b.failed; i++) {
+        char *k = take_str(&b), *v = take_str(&b);
+        if (k && v)
+            rl_trace_set_meta(t, k, v);
+        free(k);
+        free(v);
+    }
+    if (b.failed || b.len != len) {
+        why = b.failed ? "a length or count in it is out of range" : "bytes follow its end";
+        goto bad;
+    }
+    return t;
+bad:
+    snprintf(err, (size_t)errlen, "not a packed trace: %s", why);
+    rl_trace_free(t);
+    return NULL;
+}

@@ -91,6 +91,13 @@ void rl_trace_set_meta(rl_trace *t, const char *key, const char *value);
 /* Looks a headline figure up; NULL if absent. */
 const char *rl_trace_get_meta(const rl_trace *t, const char *key);
 
+/* The whole trace as one block of bytes (malloc'd, *len its size), for another process of the
+ * same build: the graders' records. NULL when out of memory. */
+void *rl_trace_pack(const rl_trace *t, size_t *len);
+/* A trace from rl_trace_pack's bytes, every length and count checked against len; NULL with
+ * a message in err when the bytes are not such a block. */
+rl_trace *rl_trace_unpack(const void *bytes, size_t len, char *err, int errlen);
+
 /* Writes Chrome trace-event JSON; wall times are included only when with_wall is set
  * (without them the file is byte-identical from run to run). On --backend cuda the event
  * times (ts, dur) are the measured ones (CUDA events), not the cost model's. Returns 0 or

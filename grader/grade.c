@@ -333,6 +333,29 @@ rl_grade_blob rl_grade_keep_str(const char *s)
     return s && *s ? rl_grade_keep(s, strlen(s) + 1) : (rl_grade_blob){ 0, 0 };
 }
 
+rl_grade_blob rl_grade_keep_trace(const rl_trace *t)
+{
+    size_t len = 0;
+    void *bytes = t ? rl_trace_pack(t, &len) : NULL;
+    if (t && !bytes)
+        rl_grade_fail(__FILE__, __LINE__, "out of memory packing the run's trace");
+    rl_grade_blob b = rl_grade_keep(bytes, len);
+    free(bytes);
+    return b;
+}
+
+rl_trace *rl_grade_trace(rl_grade_blob b)
+{
+    if (!b.len)
+        return NULL;
+    char err[256];
+    rl_trace *t = rl_trace_unpack(rl_grade_blob_get(b, 1, (size_t)b.len), (size_t)b.len, err, sizeof err);
+    if (!t)
+        rl_grade_fail(__FILE__, __LINE__, "the test's record is malformed (the run's trace: %s): the code under test "
+                      "overwrote it", err);
+    return t;
+}
+
 /* The bytes of b when b lies inside the record, else NULL. */
 static const void *blob_bytes(rl_grade_blob b)
 {

@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "rng.h"
+#include "trace.h"
 
 /* One graded step of a lab ("28.1", "ring all-reduce"). */
 typedef struct rl_grade_step {
@@ -146,6 +147,11 @@ const void *rl_grade_blob_get(rl_grade_blob b, size_t elem, size_t n);
 const char *rl_grade_blob_str(rl_grade_blob b);
 /* The number of elem-byte elements in b. */
 size_t rl_grade_blob_count(rl_grade_blob b, size_t elem);
+/* In fn: a copy of trace t in the record (an empty blob for NULL). */
+rl_grade_blob rl_grade_keep_trace(const rl_trace *t);
+/* The trace kept in b (the caller frees it with rl_trace_free), NULL for an empty blob; a
+ * malformed one ends the test. */
+rl_trace *rl_grade_trace(rl_grade_blob b);
 /* A temporary file in the test's scratch folder (already unlinked), or NULL: the child may
  * open files only there. */
 FILE *rl_grade_tmpfile(void);

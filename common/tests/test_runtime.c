@@ -175,10 +175,10 @@ START_TEST(test_trace_comm_hidden)
 }
 END_TEST
 
-START_TEST(test_trace_roundtrip_and_errors)
+/* A trace with one event of each kind of payload (shapes, per-peer bytes, a peer), a memory
+ * sample, a mesh, a headline figure and a peak. */
+static rl_trace *sample_trace(void)
 {
-    char path[64], err[512];
-    snprintf(path, sizeof path, "/tmp/rl_rt_%d.json", (int)getpid());
     rl_trace *t = rl_trace_new(2);
     rl_trace_event e;
     rl_trace_event_init(&e);
@@ -210,9 +210,12 @@ START_TEST(test_trace_roundtrip_and_errors)
     rl_trace_set_mesh(t, 2, (const char *[]){ "dp", "tp" }, (int[]){ 1, 2 });
     rl_trace_set_meta(t, "step time", "1.5 ms");
     t->peak[1][RL_MEM_GRAD] = 777;
-    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
-    rl_trace *r = rl_trace_read_json(path, err, sizeof err);
-    ck_assert_msg(r != NULL, "%s", err);
+    return t;
+}
+
+/* Checks that r holds sample_trace()'s contents. */
+static void check_sample_trace(const rl_trace *r)
+{
     ck_assert_int_eq((int)r->n, 3);
     ck_assert_str_eq(r->ev[0].name, "all_reduce");
     ck_assert(r->ev[0].peer == -1 && r->ev[0].npeers == 0 && r->ev[0].peer_bytes == NULL);
@@ -229,6 +232,17 @@ START_TEST(test_trace_roundtrip_and_errors)
     ck_assert_int_eq(r->mesh_ndims, 2);
     ck_assert_str_eq(rl_trace_get_meta(r, "step time"), "1.5 ms");
     ck_assert_int_eq((int)r->peak[1][RL_MEM_GRAD], 777);
+}
+
+START_TEST(test_trace_roundtrip_and_errors)
+{
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/tmp/rl_rt_%d.json", (int)getpid());
+    rl_trace *t = sample_trace();
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace *r = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    check_sample_trace(r);
     rl_trace_free(r);
     rl_trace_free(t);
 
@@ -249,6 +263,40 @@ START_TEST(test_trace_roundtrip_and_errors)
     }
     ck_assert_ptr_null(rl_trace_read_json("/nonexistent/x.json", err, sizeof err));
     unlink(path);
+}
+END_TEST
+
+/* A packed trace unpacks to the same trace; every shorter or longer block, and one whose
+ * counts are out of range, is refused with a message. */
+START_TEST(test_trace_pack_unpack)
+{
+    char err[256];
+    rl_trace *t = sample_trace();
+    size_t len = 0;
+    unsigned char *b = rl_trace_pack(t, &len);
+    ck_assert_ptr_nonnull(b);
+    rl_trace *r = rl_trace_unpack(b, len, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    check_sample_trace(r);
+    ck_assert_int_eq(r->ev[0].vstart == t->ev[0].vstart && r->ev[2].seq == t->ev[2].seq, 1);
+    rl_trace_free(r);
+    for (size_t k = 0; k < len; k++) {
+        r = rl_trace_unpack(b, k, err, sizeof err);
+        ck_assert_msg(r == NULL && strstr(err, "not a packed trace"), "a block cut at %zu of %zu bytes was accepted",
+                      k, len);
+    }
+    unsigned char *longer = malloc(len + 1);
+    memcpy(longer, b, len);
+    longer[len] = 0;
+    ck_assert_ptr_null(rl_trace_unpack(longer, len + 1, err, sizeof err));
+    memcpy(longer + 8, &(uint64_t){ (uint64_t)1 << 40 }, 8); /* nranks */
+    ck_assert_ptr_null(rl_trace_unpack(longer, len, err, sizeof err));
+    memcpy(longer, b, len);
+    memcpy(longer + 16 + sizeof t->hw, &(uint64_t){ (uint64_t)1 << 50 }, 8); /* events */
+    ck_assert_ptr_null(rl_trace_unpack(longer, len, err, sizeof err));
+    free(longer);
+    free(b);
+    rl_trace_free(t);
 }
 END_TEST
 
@@ -336,6 +384,7 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, test_options);
     tcase_add_test(tc, test_cost_model);
     tcase_add_test(tc, test_trace_roundtrip_and_errors);
+    tcase_add_test(tc, test_trace_pack_unpack);
     tcase_add_test(tc, test_trace_comm_hidden);
     suite_add_tcase(s, tc);
     TCase *cli = tcase_create("bench_cli");
