@@ -268,7 +268,11 @@ void rl_grade_fail(const char *file, int line, const char *fmt, ...)
     finish(0, m ? m : "(out of memory for the message)");
 }
 
-int rl_grade_judging(void) { return role == ROLE_JUDGE; }
+static int child_checks;                  /* 1: this lab's child decides (rl_grade_lab.child_verdict) */
+
+int rl_grade_checks(void) { return role != ROLE_CHILD || child_checks; }
+
+int rl_grade_judging(void) { return rl_grade_checks(); }
 
 FILE *rl_grade_tmpfile(void)
 {
@@ -882,6 +886,7 @@ static uint64_t fresh_seed(void)
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
     learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
+    child_checks = lab->child_verdict;
     const char *steps[32];
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL;

@@ -101,20 +101,24 @@ void rl_grade_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------------ failing a test
  * Check's assertion macros, redefined: a failed check ends the test's process with its
- * message (in the child: into its record; in the judge: the verdict). */
+ * message (the judge's verdict). The child of a lab whose tests the judge decides makes no
+ * checks at all — it only records, and carries on past what would fail — so work that only
+ * feeds checks (references) may be skipped there (rl_grade_judging). */
 __attribute__((noreturn, format(printf, 3, 4))) void rl_grade_fail(const char *file, int line, const char *fmt, ...);
+/* 0 in the child of a lab the judge decides (its checks count for nothing), else 1. */
+int rl_grade_checks(void);
 #undef ck_assert
 #undef ck_assert_msg
 #undef ck_abort_msg
 #undef ck_assert_int_eq
 #undef ck_assert_int_ge
-#define ck_assert_msg(expr, ...) ((expr) ? (void)0 : rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__))
-#define ck_assert(expr) ((expr) ? (void)0 : rl_grade_fail(__FILE__, __LINE__, "Assertion '%s' failed", #expr))
-#define ck_abort_msg(...) rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define ck_assert_msg(expr, ...) ((expr) || !rl_grade_checks() ? (void)0 : rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__))
+#define ck_assert(expr) ck_assert_msg(expr, "Assertion '%s' failed", #expr)
+#define ck_abort_msg(...) (!rl_grade_checks() ? (void)0 : rl_grade_fail(__FILE__, __LINE__, __VA_ARGS__))
 #define RL_GRADE_CMP_(X, OP, Y)                                                                                    \
     do {                                                                                                          \
         intmax_t x_ = (X), y_ = (Y);                                                                              \
-        if (!(x_ OP y_))                                                                                          \
+        if (!(x_ OP y_) && rl_grade_checks())                                                                     \
             rl_grade_fail(__FILE__, __LINE__, "Assertion '%s' failed: %s == %jd, %s == %jd", #X " " #OP " " #Y, #X, \
                           x_, #Y, y_);                                                                            \
     } while (0)
@@ -155,7 +159,8 @@ rl_trace *rl_grade_trace(rl_grade_blob b);
 /* A temporary file in the test's scratch folder (already unlinked), or NULL: the child may
  * open files only there. */
 FILE *rl_grade_tmpfile(void);
-/* 1 in the judge: work only the child needs (e.g. printing a case list twice) may be skipped. */
+/* 1 in the judge, and wherever checks count (rl_grade_checks): work that only feeds checks
+ * (references, comparisons) may be skipped where this is 0. */
 int rl_grade_judging(void);
 
 /* A text that grows as needed: failure messages and case lists are never cut short. */
