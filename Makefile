@@ -74,7 +74,8 @@ ifneq ($(HAVE_JANSSON),1)
 	@exit 1
 endif
 
-DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev libseccomp-dev tmux
+DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev libseccomp-dev tmux \
+  zip unzip
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEPS_PKGS); \
@@ -87,7 +88,7 @@ deps:
 FLAGS_STAMP := $(BUILD)/flags.stamp
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(CC) $(CFLAGS) $(SAN)' | cmp -s - $@ 2>/dev/null || echo '$(CC) $(CFLAGS) $(SAN)' > $@
+	@echo '$(STAMP_FLAGS)' | cmp -s - $@ 2>/dev/null || echo '$(STAMP_FLAGS)' > $@
 .PHONY: FORCE
 FORCE:
 
@@ -443,6 +444,29 @@ release:
 	@tar -czf $(BUILD)/ringlab-labs.tar.gz -C $(BUILD)/release ringlab-labs
 	@echo "  RELEASE $(BUILD)/ringlab-labs.tar.gz ($$(tar -tzf $(BUILD)/ringlab-labs.tar.gz | wc -l) entries, commit $$(cut -c1-12 $(RELEASE_DIR)/VERSION))"
 
+# make autograder [LAB=28]: Gradescope autograders in build/autograder/ — one zip per lab
+# (ringlab-autograder-28_ddp.zip ...; assignments open on different dates) and one for the whole
+# course (ringlab-autograder-all.zip), or only LAB's. Each holds the release tree (ringlab/),
+# setup.sh (packages, and everything built but the learner's objects), run_autograder (one
+# submission, in exam mode, as nobody: grader/autograder/run_autograder), calibrate.sh and
+# autograder.conf (the labs, and the calibration time of this machine).
+AUTOGRADER_DIR := $(BUILD)/autograder
+AG_RINGLAB     ?= $(RINGLAB)
+.PHONY: autograder
+autograder: release $(AG_RINGLAB)
+	@command -v zip >/dev/null || { echo "make autograder needs zip: run 'make deps' (as root) or: apt-get install -y zip" >&2; exit 1; }
+	@rm -rf $(AUTOGRADER_DIR) && mkdir -p $(AUTOGRADER_DIR)
+	@calib=$$(bash grader/autograder/calibrate.sh $(AG_RINGLAB)); \
+	for set in $(if $(LAB),$(LAB_SEL),$(LAB_NAMES) all); do \
+	  stage=$(AUTOGRADER_DIR)/$$set; mkdir -p $$stage; \
+	  cp -a $(RELEASE_DIR) $$stage/ringlab; \
+	  cp grader/autograder/setup.sh grader/autograder/run_autograder grader/autograder/calibrate.sh $$stage/; \
+	  printf 'LABS="%s"\nCALIBRATION_S=%s\n' "$$([ $$set = all ] && echo $(LAB_NAMES) || echo $$set)" "$$calib" \
+	    > $$stage/autograder.conf; \
+	  (cd $$stage && zip -qr ../ringlab-autograder-$$set.zip .) && rm -rf $$stage; \
+	  echo "  AUTOGRADER $(AUTOGRADER_DIR)/ringlab-autograder-$$set.zip (calibration $$calib s)"; \
+	done
+
 # ================================================================ end of labs and grading
 
 help:
@@ -454,6 +478,7 @@ help:
 	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/]   grade your labs (or the solutions)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
+	@echo "  make autograder [LAB=28]   Gradescope autograder zips (one per lab, one for the course): build/autograder/"
 	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"
 	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"
@@ -471,5 +496,9 @@ view: $(RINGLAB)
 
 clean:
 	rm -rf $(BUILD) build
+
+# The flags every object is built with, fixed here once the build's settings are all known (a
+# target's own additions, such as a lab's -Ilabs/NN, are not in it: switching targets rebuilds nothing).
+STAMP_FLAGS := $(CC) $(CFLAGS) $(SAN)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

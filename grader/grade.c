@@ -793,17 +793,20 @@ static int write_details(const char *path, const rl_grade_lab *lab, const rl_gra
 
 static void usage(const rl_grade_lab *lab, FILE *f)
 {
-    fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE] [--details FILE] [--answers FILE] [--exam] [--list] "
-               "[-v]\n"
+    fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE | --json-fd N] [--details FILE] [--answers FILE] "
+               "[--exam] [--list] [--zero-json FILE REASON] [-v]\n"
                "Grades lab %s (%s); the handout is %s.\n"
                "  --step ID       grade only step ID (repeatable), e.g. --step %s\n"
                "  --seed N        the seed of the randomized cases (default RL_GRADE_SEED, else a fresh one)\n"
                "  --json FILE     also write the results in the Gradescope autograder format\n"
+               "  --json-fd N     the same into the open file descriptor N (an autograder that runs the grader\n"
+               "                  as a user who may not write the results)\n"
                "  --details FILE  also write every failed test's whole message and output\n"
                "  --answers FILE  the answers file (default %s)\n"
                "  --exam          exam mode (also RL_GRADE_EXAM=1): an answer is only right or wrong, a failed\n"
                "                  answers test does not say which answer, and the seed is printed at the end only\n"
                "  --list          list the tests and their points\n"
+               "  --zero-json FILE REASON   write results with every test at 0 for REASON, grade nothing\n"
                "  -v              also show what passing tests printed, and nothing shortened\n"
                "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine);\n"
                "RL_GRADE_SEED=N replays the randomized cases of a run that printed seed N.\n",
@@ -818,7 +821,9 @@ static const rl_grade_step *find_step(const rl_grade_lab *lab, const char *id)
     return NULL;
 }
 
-static int write_json(const char *path, const rl_grade_lab *lab, const rl_grade_test *const *sel,
+/* Writes the Gradescope results (to path, or to the open descriptor fd when path is NULL). In
+ * exam mode the answers tests are shown after the due date only. */
+static int write_json(const char *path, int fd, const rl_grade_lab *lab, const rl_grade_test *const *sel,
                       const outcome *res, int nsel, int score, int max, double secs)
 {
     json_t *root = json_object(), *tests = json_array();
@@ -835,7 +840,8 @@ static int write_json(const char *path, const rl_grade_lab *lab, const rl_grade_
         json_object_set_new(o, "score", json_integer(res[i].passed ? t->points : 0));
         json_object_set_new(o, "max_score", json_integer(t->points));
         json_object_set_new(o, "output", json_string(out ? out : "(out of memory for the message)"));
-        json_object_set_new(o, "visibility", json_string("visible"));
+        json_object_set_new(o, "visibility",
+                            json_string(exam_mode && (t->flags & RL_GRADE_NO_CHILD) ? "after_due_date" : "visible"));
         json_array_append_new(tests, o);
         free(out);
     }
@@ -850,8 +856,25 @@ static int write_json(const char *path, const rl_grade_lab *lab, const rl_grade_
     json_object_set_new(root, "execution_time", json_real(secs));
     json_object_set_new(root, "output", json_string(summary));
     json_object_set_new(root, "tests", tests);
-    int rc = json_dump_file(root, path, JSON_INDENT(2));
+    int rc = path ? json_dump_file(root, path, JSON_INDENT(2)) : json_dumpfd(root, fd, JSON_INDENT(2));
     json_decref(root);
+    return rc;
+}
+
+/* Writes results with every selected test at 0 and reason as each one's output (--zero-json:
+ * a lab file that could not be graded). */
+static int write_zero_json(const char *path, const rl_grade_lab *lab, const rl_grade_test *const *sel, int nsel,
+                           const char *reason)
+{
+    outcome *res = calloc((size_t)nsel + 1, sizeof *res);
+    int max = 0;
+    for (int i = 0; i < nsel; i++) {
+        res[i].reason = (char *)reason;
+        res[i].output = "";
+        max += sel[i]->points;
+    }
+    int rc = write_json(path, -1, lab, sel, res, nsel, 0, max, 0);
+    free(res);
     return rc;
 }
 
@@ -889,7 +912,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     child_checks = lab->child_verdict;
     const char *steps[32];
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
-    const char *json_path = NULL, *details_path = NULL;
+    const char *json_path = NULL, *details_path = NULL, *zero_path = NULL, *zero_reason = NULL;
+    int json_fd = -1;
     answers_path = lab->default_answers;
     const char *env_exam = getenv("RL_GRADE_EXAM");
     exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
@@ -904,8 +928,9 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers") || !strcmp(a, "--seed") ||
-             !strcmp(a, "--details")) && i + 1 >= argc) {
+        if (((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers") || !strcmp(a, "--seed") ||
+              !strcmp(a, "--details") || !strcmp(a, "--json-fd")) && i + 1 >= argc) ||
+            (!strcmp(a, "--zero-json") && i + 2 >= argc)) {
             fprintf(stderr, "grade: %s needs a value\n", a);
             usage(lab, stderr);
             return 2;
@@ -933,6 +958,17 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             details_path = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json_path = argv[++i];
+        } else if (!strcmp(a, "--json-fd")) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 0 || v > 1023 || fcntl((int)v, F_GETFD) < 0) {
+                fprintf(stderr, "grade: --json-fd '%s' is not an open file descriptor\n", argv[i]);
+                return 2;
+            }
+            json_fd = (int)v;
+        } else if (!strcmp(a, "--zero-json")) {
+            zero_path = argv[++i];
+            zero_reason = argv[++i];
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
         } else if (!strcmp(a, "--list")) {
@@ -960,6 +996,13 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             keep |= !strcmp(lab->tests[i].step, steps[k]);
         if (keep)
             sel[nsel++] = &lab->tests[i];
+    }
+    if (zero_path) {
+        int rc = write_zero_json(zero_path, lab, sel, nsel, zero_reason);
+        if (rc)
+            fprintf(stderr, "grade: could not write %s: %s\n", zero_path, strerror(errno));
+        free(sel);
+        return rc ? 2 : 0;
     }
     if (list) {
         for (int i = 0; i < nsel; i++) {
@@ -1030,11 +1073,11 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     }
     double secs = mono_now() - t_start;
     int rc = score == max ? 0 : 1;
-    if (json_path) {
-        if (write_json(json_path, lab, sel, res, nsel, score, max, secs)) {
-            fprintf(stderr, "grade: could not write %s: %s\n", json_path, strerror(errno));
+    if (json_path || json_fd >= 0) {
+        if (write_json(json_path, json_fd, lab, sel, res, nsel, score, max, secs)) {
+            fprintf(stderr, "grade: could not write the results: %s\n", strerror(errno));
             rc = 1;
-        } else {
+        } else if (json_path) {
             printf("Results written to %s (Gradescope format)\n", json_path);
         }
     }

@@ -1,11 +1,12 @@
 /* results.c — the score of `make grade`, from the results files the graders wrote (never
  * from their printed output, which a lab's code could add lines to).
  *
- *   results [--out FILE.json] [--dir DIR] LAB=RESULTS.json ...
+ *   results [--out FILE.json] [--dir DIR] [--meta KEY=VALUE]... LAB=RESULTS.json ...
  *
  * Reads each lab's Gradescope-format results (grade --json), prints one line per lab and
  * the total ("Score: X/Y"), and writes the whole course as one Gradescope results file
- * (--out) and/or each lab's file as DIR/results-LAB.json (--dir). A results file that is
+ * (--out; --meta adds KEY: VALUE to its extra_data, e.g. the grader's commit) and/or each
+ * lab's file as DIR/results-LAB.json (--dir). A results file that is
  * missing or malformed counts 0 of nothing and fails the run: its grader did not finish.
  * Exit status 0 when every lab has full marks, 1 otherwise, 2 on bad usage or output. */
 #include <jansson.h>
@@ -56,17 +57,24 @@ static json_t *load(const char *lab, const char *path)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *dir = NULL;
+    json_t *meta = json_object();
     int first = 1;
     for (; first < argc && argv[first][0] == '-'; first++) {
         if (!strcmp(argv[first], "--out") && first + 1 < argc)
             out = argv[++first];
         else if (!strcmp(argv[first], "--dir") && first + 1 < argc)
             dir = argv[++first];
+        else if (!strcmp(argv[first], "--meta") && first + 1 < argc && strchr(argv[first + 1], '=')) {
+            char *kv = argv[++first], *eq = strchr(kv, '=');
+            *eq = 0;
+            json_object_set_new(meta, kv, json_string(eq + 1));
+        }
         else
             break;
     }
     if (first >= argc || argv[first][0] == '-') {
-        fprintf(stderr, "usage: results [--out FILE.json] [--dir DIR] LAB=RESULTS.json ...\n");
+        fprintf(stderr, "usage: results [--out FILE.json] [--dir DIR] [--meta KEY=VALUE]... LAB=RESULTS.json ...\n");
+        json_decref(meta);
         return 2;
     }
     json_t *all = json_object(), *tests = json_array(), *seeds = json_object();
@@ -120,7 +128,8 @@ int main(int argc, char **argv)
         json_object_set_new(all, "max_score", json_integer(max));
         json_object_set_new(all, "execution_time", json_real(secs));
         json_object_set_new(all, "output", json_string(summary));
-        json_object_set_new(all, "extra_data", json_pack("{s:O}", "seeds", seeds));
+        json_object_set(meta, "seeds", seeds);
+        json_object_set(all, "extra_data", meta);
         json_object_set(all, "tests", tests);
         if (json_dump_file(all, out, JSON_INDENT(2))) {
             fprintf(stderr, "results: cannot write %s\n", out);
@@ -131,5 +140,6 @@ int main(int argc, char **argv)
     json_decref(all);
     json_decref(tests);
     json_decref(seeds);
+    json_decref(meta);
     return ok ? 0 : 1;
 }

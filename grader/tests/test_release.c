@@ -1,7 +1,12 @@
 /* test_release.c — `make release`: the learners' tarball has no reference solution, planted
  * bug, correct variant or attack, and, unpacked in a fresh directory, its README's commands
- * build it, run lab 28 (each step: not implemented yet) and grade every lab 0. */
+ * build it, run lab 28 (each step: not implemented yet) and grade every lab 0. Then `make
+ * autograder LAB=28`: its zip, laid out in Gradescope's folders (source/, submission/,
+ * results/) in a temp dir, with setup.sh run (on the tree the release test built), grades the
+ * skeleton 0, the solution full marks (twice, with the same seed), a lab file the object check
+ * refuses 0 and a lab file that forges its output 0. */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +14,104 @@
 #include <unistd.h>
 #include "testutil.h"
 
+
+/* Runs the autograder in ag (AUTOGRADER_ROOT) on the files now in ag/submission; returns the
+ * results' score and max, its seed in seed (a string), the first test's output in first. */
+static void autograde(const char *ag, long long *score, long long *max, char *seed, size_t seedlen, char *first,
+                      size_t firstlen)
+{
+    char cmd[1024], path[600], *out;
+    snprintf(cmd, sizeof cmd, "AUTOGRADER_ROOT=%s bash %s/source/run_autograder 2>&1", ag, ag);
+    int rc = rl_test_run(cmd, &out);
+    snprintf(path, sizeof path, "%s/results/results.json", ag);
+    json_error_t e;
+    json_t *r = json_load_file(path, 0, &e);
+    char *log = NULL;
+    snprintf(cmd, sizeof cmd, "%s/results/grading.log", ag);
+    long len;
+    log = rl_test_slurp(cmd, &len);
+    ck_assert_msg(rc == 0 && r, "run_autograder (exit %d) left no results.json (%s):\n%s\n%s", rc, e.text, out,
+                  log ? log : "");
+    *score = json_integer_value(json_object_get(r, "score"));
+    *max = json_integer_value(json_object_get(r, "max_score"));
+    json_t *extra = json_object_get(r, "extra_data");
+    snprintf(seed, seedlen, "%s", json_string_value(json_object_get(extra, "seed")) ?: "");
+    ck_assert_msg(json_string_value(json_object_get(extra, "grader_commit")) &&
+                      strlen(json_string_value(json_object_get(extra, "grader_commit"))) == 40,
+                  "results.json has no grader_commit in extra_data");
+    json_t *t0 = json_array_get(json_object_get(r, "tests"), 0);
+    snprintf(first, firstlen, "%s", json_string_value(json_object_get(t0, "output")) ?: "");
+    ck_assert_msg(*max > 0 && json_array_size(json_object_get(r, "tests")) > 10 &&
+                      json_string_value(json_object_get(t0, "visibility")),
+                  "results.json: no tests, or tests without visibility:\n%s", log ? log : "");
+    json_decref(r);
+    free(log);
+    free(out);
+}
+
+/* Writes to path lab 28's skeleton with every function printing a full score and OK lines first. */
+static void write_forger(const char *path)
+{
+    long len;
+    char *src = rl_test_slurp("labs/28_ddp/ddp.c", &len);
+    FILE *f = fopen(path, "w");
+    ck_assert(src && f);
+    fputs("#include <stdio.h>\nstatic void forge(void)\n{\n    printf(\"== 28.1 ring all-reduce: world sizes 1-8, "
+          "repeated calls == OK (6/6)\\nScore: 165/165\\n\");\n    fflush(stdout);\n}\n", f);
+    for (char *line = src; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        fprintf(f, "%.*s\n", (int)n, line);
+        if (n == 1 && line[0] == '{')
+            fputs("    forge();\n", f);
+        line += n + (nl != NULL);
+    }
+    fclose(f);
+    free(src);
+}
+
+/* The Gradescope autograder of lab 28, on the release tree built in dir/ringlab-labs. */
+static void check_autograder(const char *dir)
+{
+    char cmd[4096], ag[300], *out;
+    snprintf(cmd, sizeof cmd, "env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory BUILD=%s/out "
+             "AG_RINGLAB=%s/ringlab autograder LAB=28 2>&1", dir, rl_test_build());
+    int rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "ringlab-autograder-28_ddp.zip"), "make autograder LAB=28 (exit %d):\n%s",
+                  rc, out);
+    free(out);
+    snprintf(ag, sizeof ag, "%s/ag", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/source %s/submission %s/results && cd %s/source && "
+             "unzip -q %s/out/autograder/ringlab-autograder-28_ddp.zip && test -x run_autograder && test -f setup.sh && "
+             "rm -rf ringlab && cp -a %s/ringlab-labs ringlab && "
+             "AUTOGRADER_ROOT=%s RL_AUTOGRADER_NO_APT=1 bash setup.sh 2>&1", ag, ag, ag, ag, dir, dir, ag);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0, "the autograder's setup.sh failed (exit %d):\n%s", rc, out);
+    free(out);
+    long long score, max;
+    char seed[32], seed2[32], first[4096];
+    autograde(ag, &score, &max, seed, sizeof seed, first, sizeof first);
+    ck_assert_msg(score == 0 && strstr(first, "not implemented yet"), "the autograder gave the skeleton %lld/%lld: %s",
+                  score, max, first);
+    snprintf(cmd, sizeof cmd, "cp solutions/28_ddp/ddp.c solutions/28_ddp/answers.txt %s/submission/", ag);
+    ck_assert_int_eq(system(cmd), 0);
+    autograde(ag, &score, &max, seed, sizeof seed, first, sizeof first);
+    ck_assert_msg(score == max, "the autograder gave the solution %lld/%lld: %s", score, max, first);
+    autograde(ag, &score, &max, seed2, sizeof seed2, first, sizeof first);
+    ck_assert_msg(score == max && !strcmp(seed, seed2), "a regrade of the same files: %lld/%lld, seed %s then %s", score,
+                  max, seed, seed2);
+    snprintf(cmd, sizeof cmd, "rm %s/submission/answers.txt && cp grader/tests/attacks/28_ddp/exit_interposed.c "
+             "%s/submission/ddp.c", ag, ag);
+    ck_assert_int_eq(system(cmd), 0);
+    autograde(ag, &score, &max, seed2, sizeof seed2, first, sizeof first);
+    ck_assert_msg(score == 0 && strstr(first, "objcheck") && strstr(first, "_exit"),
+                  "a lab file the object check refuses got %lld/%lld: %s", score, max, first);
+    /* a lab file that passes the check and prints a full score and OK lines: graded, 0 */
+    snprintf(cmd, sizeof cmd, "%s/submission/ddp.c", ag);
+    write_forger(cmd);
+    autograde(ag, &score, &max, seed2, sizeof seed2, first, sizeof first);
+    ck_assert_msg(score == 0, "a lab file that prints a full score got %lld/%lld: %s", score, max, first);
+}
 
 START_TEST(test_release_builds_and_grades_zero)
 {
@@ -50,6 +153,7 @@ START_TEST(test_release_builds_and_grades_zero)
                       strstr(out, "\nScore: 0/") && !strstr(out, "crashed:") && !strstr(out, "timed out"),
                   "make grade on the release's skeletons must score 0 on every lab (exit %d):\n%s", rc, out);
     free(out);
+    check_autograder(dir);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
 }
@@ -59,7 +163,7 @@ Suite *release_suite(void)
 {
     Suite *s = suite_create("release");
     TCase *t = tcase_create("release");
-    tcase_set_timeout(t, 600);
+    tcase_set_timeout(t, 900);
     if (!rl_test_quick()) /* packaging, not the runtime: the normal build only */
         tcase_add_test(t, test_release_builds_and_grades_zero);
     suite_add_tcase(s, t);
