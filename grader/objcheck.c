@@ -14,7 +14,9 @@
  *    library's for the whole grader;
  *  - a reference to a symbol the rules do not allow, or one that a function may not reach
  *    (through its own code, the static helpers it calls and the data it points to);
- *  - inline assembly in the lab file's own lines (LAB.i: raw system calls).
+ *  - in the lab file's own lines (LAB.i): inline assembly (raw system calls), builtins that read
+ *    or move the stack or jump out of a function, attributes that place code elsewhere or
+ *    change how it is built (section, constructor, alias, weak, optimize, target ...), pragmas.
  * Rules files: `#` starts a comment (after a rule: the reason shown with a refusal);
  *   define NAME STEP         a function of the lab's API (the only globals allowed)
  *   allow PATTERN ...        symbols every function may reference (PATTERN: a name or a prefix*)
@@ -299,8 +301,49 @@ static const char *step_of(const rules *rs, const char *f)
     return d ? d->step : "";
 }
 
-/* Checks the lab file's own lines of the preprocessed source for inline assembly. */
-static void check_asm(const char *ipath, const char *src)
+/* Identifiers a lab file's own lines may not use, and why. */
+static const struct { const char *word, *why; } banned[] = {
+    { "asm", "inline assembly" }, { "__asm", "inline assembly" }, { "__asm__", "inline assembly" },
+    { "__builtin_frame_address", "reading stack frames" }, { "__builtin_return_address", "reading stack frames" },
+    { "__builtin_extract_return_addr", "reading stack frames" }, { "__builtin_frob_return_addr", "reading stack frames" },
+    { "__builtin_dwarf_cfa", "reading stack frames" }, { "__builtin_unwind_init", "reading stack frames" },
+    { "__builtin_eh_return", "jumping out of a function" }, { "__builtin_setjmp", "jumping out of a function" },
+    { "__builtin_longjmp", "jumping out of a function" }, { "__builtin_apply", "calling through saved arguments" },
+    { "__builtin_apply_args", "calling through saved arguments" }, { "__builtin_return", "calling through saved arguments" },
+    { "__builtin_stack_save", "moving the stack" }, { "__builtin_stack_restore", "moving the stack" },
+    { "__builtin___clear_cache", "writing code" },
+};
+
+/* Attributes a lab file may not give (inside __attribute__((...))), and why. */
+static const struct { const char *word, *why; } banned_attrs[] = {
+    { "section", "code or data placed in a section of its own" }, { "constructor", "a constructor" },
+    { "destructor", "a destructor" }, { "ifunc", "an indirect function" }, { "alias", "a second name for a symbol" },
+    { "weak", "a weak symbol" }, { "weakref", "a weak reference" }, { "optimize", "its own optimisation flags" },
+    { "target", "its own code-generation flags" }, { "target_clones", "an indirect function" },
+    { "no_instrument_function", "its own code-generation flags" }, { "naked", "a function without a frame" },
+    { "visibility", "a symbol's visibility" }, { "symver", "a symbol version" },
+};
+
+/* The reason word may not be used in a lab file (NULL when it may); in_attr: inside __attribute__. */
+static const char *banned_why(const char *w, size_t n, int in_attr)
+{
+    for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
+        if (strlen(banned[i].word) == n && !strncmp(banned[i].word, w, n))
+            return banned[i].why;
+    if (in_attr) {
+        if (n > 4 && !strncmp(w, "__", 2) && !strncmp(w + n - 2, "__", 2))
+            w += 2, n -= 4; /* __section__ is section */
+        for (size_t i = 0; i < sizeof banned_attrs / sizeof banned_attrs[0]; i++)
+            if (strlen(banned_attrs[i].word) == n && !strncmp(banned_attrs[i].word, w, n))
+                return banned_attrs[i].why;
+    }
+    return NULL;
+}
+
+/* Checks the lab file's own lines of the preprocessed source: no inline assembly, no builtin
+ * that reads or moves the stack or jumps out of a function, no attribute that places code
+ * elsewhere or changes how it is built, and no pragma. */
+static void check_source(const char *ipath, const char *src)
 {
     FILE *f = fopen(ipath, "r");
     if (!f) {
@@ -311,12 +354,16 @@ static void check_asm(const char *ipath, const char *src)
     const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
     char *line = NULL;
     size_t cap = 0;
-    int mine = 0;
+    int mine = 0, attr_depth = 0, attr_next = 0; /* attr_depth: parentheses open inside __attribute__ */
     long lineno = 0;
     while (getline(&line, &cap, f) > 0) {
-        if (line[0] == '#') { /* # N "file" flags */
+        if (line[0] == '#') {
             char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
-            if (q && e) {
+            if (!strncmp(line, "#pragma", 7) && mine) { /* #pragma and _Pragma(...) of the lab file */
+                lineno++;
+                refuse(src, "line %ld: a pragma (%.*s) is not allowed in a lab file: the grader builds it with "
+                       "fixed flags", lineno, (int)strcspn(line, "\n"), line);
+            } else if (q && e) { /* # N "file" flags */
                 *e = 0;
                 const char *fb = strrchr(q + 1, '/') ? strrchr(q + 1, '/') + 1 : q + 1;
                 mine = strcmp(fb, base) == 0;
@@ -338,13 +385,17 @@ static void check_asm(const char *ipath, const char *src)
                 while (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
                     p++;
                 size_t n = (size_t)(p - w);
-                if ((n == 3 && !strncmp(w, "asm", 3)) || (n == 5 && !strncmp(w, "__asm", 5)) ||
-                    (n == 7 && !strncmp(w, "__asm__", 7))) {
-                    refuse(src, "line %ld: inline assembly (%.*s) is not allowed in a lab file: write the step in "
-                           "C with the runtime's API", lineno, (int)n, w);
-                    break;
-                }
+                if ((n == 13 && !strncmp(w, "__attribute__", 13)) || (n == 11 && !strncmp(w, "__attribute", 11)))
+                    attr_next = 1;
+                const char *why = banned_why(w, n, attr_depth > 0);
+                if (why)
+                    refuse(src, "line %ld: %s%.*s (%s) is not allowed in a lab file: write the step in plain C with "
+                           "the runtime's API", lineno, attr_depth > 0 ? "the attribute " : "", (int)n, w, why);
             } else {
+                if (*p == '(' && (attr_next || attr_depth > 0))
+                    attr_depth++, attr_next = 0;
+                else if (*p == ')' && attr_depth > 0)
+                    attr_depth--;
                 p++;
             }
         }
@@ -413,7 +464,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (ipath)
-        check_asm(ipath, src);
+        check_source(ipath, src);
 
     for (int i = 1; i < o.nsh; i++) {
         const char *n = sec_name(&o, i);

@@ -1,5 +1,5 @@
 /* Attack: exit_group(0) as a raw system call, no libc function named.
- * refused: inline assembly (__asm__) */
+ * refused: __asm__ (inline assembly) */
 #include "lab31.h"
 int diagnose(const rl_diag_flight *fl, diag_result *out)
 {
