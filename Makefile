@@ -9,7 +9,10 @@ CC ?= cc
 BUILD ?= build
 OPT ?= -O2
 SAN ?=
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -pthread -Icommon -Itui
+# (no tail calls: a function's return address is its caller's, which the graders' watch on calls into
+# the runtime reads — common/apiwatch.h)
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -pthread -fno-optimize-sibling-calls \
+  -Icommon -Itui
 
 # ---------------------------------------------------------------- what this machine has
 pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
@@ -121,9 +124,9 @@ $(SUITES_H): $(TEST_SRC)
 $(BUILD)/obj/common/tests/run_tests.o: $(SUITES_H)
 $(BUILD)/obj/common/tests/run_tests.o: CFLAGS += -I$(BUILD)/tests
 
-$(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(CLI_SRC)) $(TUI_SRC)) $(LIB)
+$(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(CLI_SRC)) $(TUI_SRC) grader/sandbox.c) $(LIB)
 	@echo "  LINK  $@"
-	@$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(CHECK_LIBS) -o $@
+	@$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) $(GRADE_LIBS) -o $@
 
 # ================================================================ CUDA / NCCL / MPI (GPU backend, issue 6)
 # Owned by the GPU backend; other rules stay above and below. Every part is optional:
@@ -289,7 +292,7 @@ RESULTS        := $(BUILD)/results
 OBJCHECK_FLAGS := -std=c11 -D_GNU_SOURCE -O0 -w -fno-pic -fno-stack-protector -U_FORTIFY_SOURCE \
   -D_FORTIFY_SOURCE=0 -fno-sanitize=all -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
   -Icommon -Itui
-$(OBJCHECK): $(call obj,grader/objcheck.c)
+$(OBJCHECK): $(call obj,grader/objcheck.c grader/rules.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ -o $@
@@ -328,7 +331,15 @@ endef
 # test's child maps: grade.c), the other files as they are, the grader and its sandbox.
 learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
 grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call obj,grader/learner_end.c \
-  $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c $(call lab_grader,$(1)))
+  $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c grader/rules.c \
+  $(BUILD)/gen/rules-$(1).c $(call lab_grader,$(1)))
+# the lab's rules (grader/allow/), built into its grade binaries: the judge holds what the code under
+# test called at run time against them
+$(BUILD)/gen/rules-%.c: grader/allow/common.txt grader/allow/%.txt
+	@mkdir -p $(dir $@)
+	@{ echo '/* made from grader/allow/common.txt and grader/allow/$*.txt by the Makefile */'; \
+	  echo 'extern const char rl_grade_rules_text[];'; echo 'const char rl_grade_rules_text[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $^; echo '    ;'; } > $@
 $(BUILD)/obj/%.learner.o: $(BUILD)/obj/%.o
 	@objcopy $$(objdump -h $< | awk '$$2 ~ /^\.text/ {printf "--rename-section %s=rl_learner_text ", $$2}') $< $@
 

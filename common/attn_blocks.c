@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "attn_blocks.h"
 #include "err.h"
 #include "stream.h"
@@ -144,17 +145,21 @@ static void merge_row(float *o, float *l, const float *ob, float lb, int64_t d)
     *l = ln;
 }
 
+RL_API_WATCHED
 void rl_attn_merge_rows(float *out, float *lse, const float *out_b, const float *lse_b, int64_t rows, int64_t d)
 {
+    RL_API_ENTRY();
     if (!out || !lse || !out_b || !lse_b)
         return;
     for (int64_t r = 0; r < rows; r++)
         merge_row(out + r * d, lse + r, out_b + r * d, lse_b[r], d);
 }
 
+RL_API_WATCHED
 int rl_attn_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                   int n_heads)
 {
+    RL_API_ENTRY();
     if (!out || !lse || !out_b || !lse_b || out->ndim != 3 || !rl_tensor_same_shape(out, out_b) ||
         lse->dtype != RL_F32 || lse_b->dtype != RL_F32 || lse->numel != lse_b->numel || n_heads < 1 ||
         out->shape[2] % n_heads || lse->numel != out->shape[0] * n_heads * out->shape[1])
@@ -197,8 +202,10 @@ int rl_cp_zigzag_chunks(int cp, int rank, int *first, int *second)
     return RL_OK;
 }
 
+RL_API_WATCHED
 int rl_cp_zigzag_positions(int64_t seq, int cp, int rank, int64_t *pos, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (cp < 1 || rank < 0 || rank >= cp || !pos) {
         if (err && errlen)
             snprintf(err, errlen, "zigzag: need cp >= 1, 0 <= rank < cp and an output array (cp=%d rank=%d)", cp, rank);

@@ -6,13 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "apiwatch.h"
 #include "internal.h"
 #ifdef RL_HAVE_CUDA
 #include "cuda_backend.h"
 #endif
 
+RL_API_WATCHED
 int rl_backend_built_cuda(void)
 {
+    RL_API_ENTRY();
 #ifdef RL_HAVE_CUDA
     return 1;
 #else
@@ -20,8 +23,10 @@ int rl_backend_built_cuda(void)
 #endif
 }
 
+RL_API_WATCHED
 int rl_backend_built_nccl(void)
 {
+    RL_API_ENTRY();
 #ifdef RL_HAVE_NCCL
     return 1;
 #else
@@ -29,8 +34,10 @@ int rl_backend_built_nccl(void)
 #endif
 }
 
+RL_API_WATCHED
 int rl_backend_built_mpi(void)
 {
+    RL_API_ENTRY();
 #ifdef RL_HAVE_MPI
     return 1;
 #else
@@ -38,8 +45,10 @@ int rl_backend_built_mpi(void)
 #endif
 }
 
+RL_API_WATCHED
 int rl_backend_probe(char *why, int len)
 {
+    RL_API_ENTRY();
 #ifdef RL_HAVE_CUDA
     char buf[256];
     int n = rl_cuda_device_count(buf, sizeof buf);
@@ -53,8 +62,10 @@ int rl_backend_probe(char *why, int len)
 #endif
 }
 
+RL_API_WATCHED
 int rl_backend_resolve(const rl_opts *o, int *use_cuda, int *ngpus)
 {
+    RL_API_ENTRY();
     char why[320];
     *use_cuda = 0;
     *ngpus = 0;
@@ -81,8 +92,10 @@ int rl_backend_resolve(const rl_opts *o, int *use_cuda, int *ngpus)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int len)
 {
+    RL_API_ENTRY();
     memset(plan, 0, sizeof *plan);
     msg[0] = 0;
     if (!f->use_cuda) {
@@ -163,8 +176,10 @@ static void say_checks_calls(const rl_world *w)
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL does; for --fault mismatch or RL_CHECK_COLLECTIVES=1)\n");
 }
 
+RL_API_WATCHED
 int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
 {
+    RL_API_ENTRY();
     char err[600], name[160], how[320];
     const rl_dist_env *e = &plan->env;
     rl_ctx *c = w->ctxs[w->dist_rank];
@@ -217,8 +232,10 @@ int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
     return 0;
 }
 
+RL_API_WATCHED
 void rl_backend_abort_nccl(rl_world *w)
 {
+    RL_API_ENTRY();
     if (!w->dist || w->gpu_mode != RL_GPU_NCCL)
         return;
     rl_ctx *c = w->ctxs[w->dist_rank];
@@ -230,8 +247,10 @@ void rl_backend_abort_nccl(rl_world *w)
     pthread_mutex_unlock(&c->qmu);
 }
 
+RL_API_WATCHED
 int rl_backend_world_init(rl_world *w, int ngpus)
 {
+    RL_API_ENTRY();
     char err[512];
     int n = w->n;
     if (n < 1 || ngpus < 1)
@@ -294,8 +313,10 @@ int rl_backend_world_init(rl_world *w, int ngpus)
     return 0;
 }
 
+RL_API_WATCHED
 void rl_backend_world_free(rl_world *w)
 {
+    RL_API_ENTRY();
     if (!w->gpu_mode)
         return;
     for (int r = 0; r < w->n; r++) {
@@ -316,32 +337,43 @@ void rl_backend_world_free(rl_world *w)
 
 /* ------------------------------------------------------------------ memory */
 
+RL_API_WATCHED
 void *rl_backend_alloc(rl_ctx *ctx, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     return rl_cuda_malloc(ctx ? ctx->gpu : NULL, bytes, err, errlen);
 }
 
-void rl_backend_free(void *p) { rl_cuda_free(p); }
+RL_API_WATCHED
+void rl_backend_free(void *p) { RL_API_ENTRY(); rl_cuda_free(p); }
 
+RL_API_WATCHED
 int rl_backend_copy(rl_ctx *ctx, void *dst, const void *src, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     return rl_cuda_memcpy(ctx ? ctx->gpu : NULL, 0, dst, src, bytes, err, errlen);
 }
 
+RL_API_WATCHED
 int rl_backend_comm_copy(rl_ctx *ctx, void *dst, const void *src, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     return rl_cuda_memcpy(ctx->gpu, 1, dst, src, bytes, err, errlen);
 }
 
+RL_API_WATCHED
 void rl_backend_comm_after_compute(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     char err[256];
     if (ctx->gpu && rl_cuda_comm_after_compute(ctx->gpu, err, sizeof err))
         rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, err);
 }
 
+RL_API_WATCHED
 int rl_backend_comm_ready(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     char err[256];
     if (ctx->gpu && rl_cuda_stream_sync(ctx->gpu, 1, err, sizeof err)) {
         rl_world_abort(ctx->world, RL_ERR_UNSUPPORTED, err);
@@ -350,24 +382,30 @@ int rl_backend_comm_ready(rl_ctx *ctx)
     return 0;
 }
 
+RL_API_WATCHED
 void *rl_backend_scratch_alloc(rl_world *w, int64_t bytes)
 {
+    RL_API_ENTRY();
     char err[256];
     (void)w;
     return rl_cuda_malloc(NULL, bytes, err, sizeof err);
 }
 
+RL_API_WATCHED
 void rl_backend_scratch_free(rl_world *w, void *p)
 {
+    RL_API_ENTRY();
     (void)w;
     rl_cuda_free(p);
 }
 
 /* ------------------------------------------------------------------ device transport */
 
+RL_API_WATCHED
 int rl_backend_reduce(rl_ctx *ctx, int dtype, int op, int n, const void *const *srcs, void *dst,
                       int64_t lo, int64_t hi)
 {
+    RL_API_ENTRY();
     char err[256];
     if (rl_cuda_reduce(ctx->gpu, 1, dtype, op, n, srcs, dst, lo, hi, err, sizeof err))
         return rl_error(ctx, RL_ERR_UNSUPPORTED, "device transport: %s", err);
@@ -376,8 +414,10 @@ int rl_backend_reduce(rl_ctx *ctx, int dtype, int op, int n, const void *const *
 
 /* ------------------------------------------------------------------ NCCL */
 
+RL_API_WATCHED
 int rl_backend_work_on_host(const rl_work *w)
 {
+    RL_API_ENTRY();
     if (w->ctx->world->dist)
         return 0; /* the other ranks are other processes: NCCL does barrier and comm_split too */
     for (int i = 0; i < w->nops; i++)
@@ -386,8 +426,10 @@ int rl_backend_work_on_host(const rl_work *w)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_backend_nccl_split(rl_ctx *ctx, rl_op_desc *d)
 {
+    RL_API_ENTRY();
     char err[512];
     void *out = NULL;
     if (rl_nccl_split(d->comm->nccl, d->color, d->key, &out, err, sizeof err))
@@ -595,8 +637,10 @@ static int nccl_calls(rl_ctx *ctx, rl_work *w, void *stream, int *timer)
     return waited ? nccl_fail(ctx, w, "NCCL", err) : 0;
 }
 
+RL_API_WATCHED
 int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
 {
+    RL_API_ENTRY();
     rl_cuda_rank *g = ctx->gpu;
     pthread_mutex_lock(&ctx->qmu);
     double ready = w->enq_v > ctx->clock[RL_STREAM_COMM] ? w->enq_v : ctx->clock[RL_STREAM_COMM];
@@ -663,9 +707,11 @@ static void mat_dims(const rl_tensor *t, int64_t *rows, int64_t *cols)
     *rows = *cols ? t->numel / *cols : 0;
 }
 
+RL_API_WATCHED
 int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_tensor *b, int trans_b,
                       rl_tensor *c, float beta)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, c, "matmul");
     if (!g)
@@ -683,8 +729,10 @@ int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_ten
                                   rl_tensor_data(c), c->dtype, m, n, k, beta, err, sizeof err), err);
 }
 
+RL_API_WATCHED
 int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tensor *out)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, out, "add");
     return !g ? RL_ERR_UNSUPPORTED
@@ -692,8 +740,10 @@ int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tenso
                                                 rl_tensor_data(out), out->dtype, out->numel, err, sizeof err), err);
 }
 
+RL_API_WATCHED
 int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, y, "axpy");
     return !g ? RL_ERR_UNSUPPORTED
@@ -701,8 +751,10 @@ int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y)
                                                   y->numel, err, sizeof err), err);
 }
 
+RL_API_WATCHED
 int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, x, "scale");
     return !g ? RL_ERR_UNSUPPORTED
@@ -710,8 +762,10 @@ int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha)
                         err);
 }
 
+RL_API_WATCHED
 int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, y, "gelu_forward");
     return !g ? RL_ERR_UNSUPPORTED
@@ -719,8 +773,10 @@ int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
                                                                   y->dtype, y->numel, err, sizeof err), err);
 }
 
+RL_API_WATCHED
 int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_tensor *dx)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, dx, "gelu_backward");
     return !g ? RL_ERR_UNSUPPORTED
@@ -729,10 +785,12 @@ int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *d
                                               rl_tensor_data(dx), dx->dtype, dx->numel, err, sizeof err), err);
 }
 
+RL_API_WATCHED
 int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
                           rl_tensor *v)
 {
+    RL_API_ENTRY();
     char err[300];
     rl_cuda_rank *g = op_gpu(&ctx, param, "adamw_step");
     if (!g)
@@ -770,32 +828,40 @@ int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float
 /* The ctx errors are reported on. */
 static rl_ctx *ops_owner(rl_ctx *ctx, const rl_tensor *t) { return ctx ? ctx : (t ? t->ctx : NULL); }
 
+RL_API_WATCHED
 int rl_backend_lincomb(rl_ctx *ctx, float constant, float ca, const rl_tensor *a, float cb, const rl_tensor *b,
                        rl_tensor *out)
 {
+    RL_API_ENTRY();
     GPU_OP("lincomb", out,
            rl_cuda_lincomb(g, DP(out), DT(out), out->numel, constant, ca, a ? DP(a) : NULL, a ? DT(a) : 0, cb,
                            b ? DP(b) : NULL, b ? DT(b) : 0, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(y, &rows, &n);
     GPU_OP("bias_add", y, rl_cuda_bias_add(g, DP(y), DT(y), DP(bias), DT(bias), rows, n, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(dy, &rows, &n);
     GPU_OP("bias_bwd", dbias,
            rl_cuda_bias_backward(g, DP(dy), DT(dy), DP(dbias), DT(dbias), rows, n, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *beta,
                                  float eps, rl_tensor *y, rl_tensor *mean, rl_tensor *rstd)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(x, &rows, &n);
     GPU_OP("layernorm", y,
@@ -804,10 +870,12 @@ int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tenso
                                      sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *mean,
                                   const rl_tensor *rstd, const rl_tensor *dy, rl_tensor *dx, rl_tensor *dgamma,
                                   rl_tensor *dbeta)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(x, &rows, &n);
     GPU_OP("layernorm_bwd", dx,
@@ -816,33 +884,41 @@ int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tens
                                       dbeta ? DP(dbeta) : NULL, dbeta ? DT(dbeta) : 0, rows, n, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(x, &rows, &n);
     GPU_OP("softmax", y, rl_cuda_softmax_forward(g, DP(x), DT(x), DP(y), DT(y), rows, n, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl_tensor *dx)
 {
+    RL_API_ENTRY();
     int64_t rows, n;
     mat_dims(y, &rows, &n);
     GPU_OP("softmax_bwd", dx,
            rl_cuda_softmax_backward(g, DP(y), DT(y), DP(dy), DT(dy), DP(dx), DT(dx), rows, n, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
                                  int n_heads, rl_tensor *probs, rl_tensor *out)
 {
+    RL_API_ENTRY();
     GPU_OP("attention", out,
            rl_cuda_attention_forward(g, DP(q), DT(q), DP(k), DT(k), DP(v), DT(v), DP(probs), DP(out), DT(out),
                                      q->shape[0], q->shape[1], q->shape[2], n_heads, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
                                   const rl_tensor *probs, const rl_tensor *dout, int n_heads, rl_tensor *dq,
                                   rl_tensor *dk, rl_tensor *dv)
 {
+    RL_API_ENTRY();
     GPU_OP("attention_bwd", dq,
            rl_cuda_attention_backward(g, DP(q), DT(q), DP(k), DT(k), DP(v), DT(v), DP(probs), DP(dout), DT(dout),
                                       DP(dq), DT(dq), DP(dk), DT(dk), DP(dv), DT(dv), q->shape[0], q->shape[1],
@@ -858,9 +934,11 @@ static int64_t *ids_to_rows(const int *ids, int64_t n)
     return rows;
 }
 
+RL_API_WATCHED
 int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, int accumulate,
                                  rl_tensor *out)
 {
+    RL_API_ENTRY();
     int64_t n, h;
     mat_dims(out, &n, &h);
     int64_t *rows = ids_to_rows(ids, n);
@@ -876,8 +954,10 @@ int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int 
     return rc;
 }
 
+RL_API_WATCHED
 int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable)
 {
+    RL_API_ENTRY();
     int64_t n, h;
     mat_dims(dout, &n, &h);
     int64_t *rows = ids_to_rows(ids, n);
@@ -893,18 +973,22 @@ int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *
     return rc;
 }
 
+RL_API_WATCHED
 int rl_backend_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
                            rl_tensor *dst)
 {
+    RL_API_ENTRY();
     int64_t n, h;
     mat_dims(dst, &n, &h);
     GPU_OP("gather_rows", dst,
            rl_cuda_gather_rows(g, DP(src), DT(src), rows, scale, 0, DP(dst), DT(dst), n, h, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
                                 rl_tensor *dst)
 {
+    RL_API_ENTRY();
     int64_t n, h;
     mat_dims(src, &n, &h);
     GPU_OP("scatter_add_rows", dst,
@@ -912,9 +996,11 @@ int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t
                                     sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, float grad_scale,
                              rl_tensor *dlogits, double *total)
 {
+    RL_API_ENTRY();
     int64_t rows, V;
     mat_dims(logits, &rows, &V);
     float gs = rows ? grad_scale / (float)rows : 0.0f;
@@ -923,9 +1009,11 @@ int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *ta
                                  dlogits ? DT(dlogits) : 0, rows, V, total, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, float grad_scale,
                         rl_tensor *dpred, double *total)
 {
+    RL_API_ENTRY();
     int64_t n = pred->numel;
     float gs = n ? 2.0f * grad_scale / (float)n : 0.0f;
     GPU_OP("mse_loss", pred,
@@ -933,20 +1021,26 @@ int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *tar
                        dpred ? DT(dpred) : 0, n, total, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out)
 {
+    RL_API_ENTRY();
     GPU_OP(squares ? "sum_squares" : "sum", x, rl_cuda_sum(g, DP(x), DT(x), x->numel, squares, out, err, sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
 {
+    RL_API_ENTRY();
     GPU_OP("sgd", param,
            rl_cuda_sgd(g, lr, DP(param), DT(param), DP(grad), DT(grad), master ? DP(master) : NULL, param->numel, err,
                        sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src)
 {
+    RL_API_ENTRY();
     rl_ctx *ctx = dst->device == RL_CUDA ? dst->ctx : src->ctx;
     if (dst->device != src->device) { /* host ↔ device: one copy when the dtypes agree */
         char err[300];
@@ -961,18 +1055,23 @@ int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src)
                            sizeof err));
 }
 
+RL_API_WATCHED
 int rl_backend_tensor_fill(rl_tensor *t, float v)
 {
+    RL_API_ENTRY();
     rl_ctx *ctx = t->ctx;
     GPU_OP("fill", t, rl_cuda_lincomb(g, DP(t), DT(t), t->numel, v, 0.0f, NULL, 0, 0.0f, NULL, 0, err, sizeof err));
 }
 
 /* ------------------------------------------------------------------ measured timeline (issue 6) */
 
-int rl_backend_has_gpu(const rl_ctx *ctx) { return ctx && ctx->gpu; }
+RL_API_WATCHED
+int rl_backend_has_gpu(const rl_ctx *ctx) { RL_API_ENTRY(); return ctx && ctx->gpu; }
 
+RL_API_WATCHED
 void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len)
 {
+    RL_API_ENTRY();
     snprintf(msg, (size_t)len, "%s",
              !ctx ? "the op has no rank context (pass the ctx of a --backend cuda run)"
                   : "this rank runs on the sim backend (no GPU state); device tensors need --backend cuda");
@@ -994,8 +1093,10 @@ static void put_span(void *arg, int64_t index, double start, double end)
  * without rl_step_end would otherwise hold every CUDA event until its end). */
 #define RL_TIMELINE_BATCH 8192
 
+RL_API_WATCHED
 void rl_backend_op_begin(rl_ctx *ctx, const char *name)
 {
+    RL_API_ENTRY();
     if (!ctx || !ctx->gpu)
         return;
     if (rl_cuda_timeline_pending(ctx->gpu) >= RL_TIMELINE_BATCH)
@@ -1003,24 +1104,40 @@ void rl_backend_op_begin(rl_ctx *ctx, const char *name)
     rl_cuda_op_begin(ctx->gpu, name);
 }
 
-int rl_backend_op_end(rl_ctx *ctx) { return ctx && ctx->gpu ? rl_cuda_op_end(ctx->gpu) : -1; }
+RL_API_WATCHED
+int rl_backend_op_end(rl_ctx *ctx)
+{
+    RL_API_ENTRY();
+    return ctx && ctx->gpu ? rl_cuda_op_end(ctx->gpu) : -1;
+}
 
-int rl_backend_timer_start(rl_ctx *ctx, int s) { return ctx && ctx->gpu ? rl_cuda_timer_start(ctx->gpu, s) : -1; }
+RL_API_WATCHED
+int rl_backend_timer_start(rl_ctx *ctx, int s)
+{
+    RL_API_ENTRY();
+    return ctx && ctx->gpu ? rl_cuda_timer_start(ctx->gpu, s) : -1;
+}
 
+RL_API_WATCHED
 void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer)
 {
+    RL_API_ENTRY();
     if (ctx && ctx->gpu && timer >= 0)
         rl_cuda_timer_stop(ctx->gpu, s, timer);
 }
 
+RL_API_WATCHED
 void rl_backend_timer_drop(rl_ctx *ctx, int timer)
 {
+    RL_API_ENTRY();
     if (ctx && ctx->gpu && timer >= 0)
         rl_cuda_timer_drop(ctx->gpu, timer);
 }
 
+RL_API_WATCHED
 void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase, int timer)
 {
+    RL_API_ENTRY();
     if (!ctx)
         return;
     if (timer < 0 || !ctx->gpu) {
@@ -1038,28 +1155,41 @@ void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, cha
         rl_cuda_timer_drop(ctx->gpu, timer);
 }
 
+RL_API_WATCHED
 void rl_backend_timeline_resolve(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     if (ctx && ctx->gpu)
         rl_cuda_timeline_resolve(ctx->gpu, put_span, ctx);
 }
 
-double rl_backend_stream_now(rl_ctx *ctx, int s) { return ctx && ctx->gpu ? rl_cuda_stream_now(ctx->gpu, s) : -1; }
+RL_API_WATCHED
+double rl_backend_stream_now(rl_ctx *ctx, int s)
+{
+    RL_API_ENTRY();
+    return ctx && ctx->gpu ? rl_cuda_stream_now(ctx->gpu, s) : -1;
+}
 
+RL_API_WATCHED
 void rl_backend_nvtx_push(rl_ctx *ctx, const char *name)
 {
+    RL_API_ENTRY();
     if (ctx && ctx->gpu)
         rl_cuda_nvtx_push(name);
 }
 
+RL_API_WATCHED
 void rl_backend_nvtx_pop(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     if (ctx && ctx->gpu)
         rl_cuda_nvtx_pop();
 }
 
+RL_API_WATCHED
 int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds)
 {
+    RL_API_ENTRY();
     if (!ctx || !ctx->gpu)
         return -1;
     rl_cuda_nvtx_push(name);
@@ -1073,74 +1203,102 @@ int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds)
 
 #else /* no CUDA in this build: never reached (rl_backend_resolve never picks cuda) */
 
+RL_API_WATCHED
 int rl_backend_world_init(rl_world *w, int ngpus)
 {
+    RL_API_ENTRY();
     (void)w;
     (void)ngpus;
     return RL_ERR_UNSUPPORTED;
 }
+RL_API_WATCHED
 int rl_backend_dist_init(rl_world *w, const rl_dist_plan *plan)
 {
+    RL_API_ENTRY();
     (void)w;
     (void)plan;
     return RL_ERR_UNSUPPORTED;
 }
-void rl_backend_abort_nccl(rl_world *w) { (void)w; }
-void rl_backend_world_free(rl_world *w) { (void)w; }
+RL_API_WATCHED
+void rl_backend_abort_nccl(rl_world *w) { RL_API_ENTRY(); (void)w; }
+RL_API_WATCHED
+void rl_backend_world_free(rl_world *w) { RL_API_ENTRY(); (void)w; }
+RL_API_WATCHED
 void *rl_backend_alloc(rl_ctx *ctx, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     (void)ctx;
     (void)bytes;
     snprintf(err, (size_t)errlen, "this build has no CUDA backend");
     return NULL;
 }
-void rl_backend_free(void *p) { (void)p; }
+RL_API_WATCHED
+void rl_backend_free(void *p) { RL_API_ENTRY(); (void)p; }
+RL_API_WATCHED
 int rl_backend_copy(rl_ctx *ctx, void *dst, const void *src, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     (void)ctx;
     memmove(dst, src, (size_t)bytes);
     (void)err;
     (void)errlen;
     return 0;
 }
+RL_API_WATCHED
 int rl_backend_comm_copy(rl_ctx *ctx, void *dst, const void *src, int64_t bytes, char *err, int errlen)
 {
+    RL_API_ENTRY();
     return rl_backend_copy(ctx, dst, src, bytes, err, errlen);
 }
-void rl_backend_comm_after_compute(rl_ctx *ctx) { (void)ctx; }
+RL_API_WATCHED
+void rl_backend_comm_after_compute(rl_ctx *ctx) { RL_API_ENTRY(); (void)ctx; }
+RL_API_WATCHED
 int rl_backend_comm_ready(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     (void)ctx;
     return 0;
 }
+RL_API_WATCHED
 void *rl_backend_scratch_alloc(rl_world *w, int64_t bytes)
 {
+    RL_API_ENTRY();
     (void)w;
     return malloc((size_t)bytes);
 }
+RL_API_WATCHED
 void rl_backend_scratch_free(rl_world *w, void *p)
 {
+    RL_API_ENTRY();
     (void)w;
     free(p);
 }
+RL_API_WATCHED
 int rl_backend_reduce(rl_ctx *ctx, int dtype, int op, int n, const void *const *srcs, void *dst, int64_t lo,
                       int64_t hi)
 {
+    RL_API_ENTRY();
     (void)dtype, (void)op, (void)n, (void)srcs, (void)dst, (void)lo, (void)hi;
     return rl_error(ctx, RL_ERR_UNSUPPORTED, "this build has no CUDA backend");
 }
+RL_API_WATCHED
 int rl_backend_work_on_host(const rl_work *w)
 {
+    RL_API_ENTRY();
     (void)w;
     return 1;
 }
+RL_API_WATCHED
 int rl_backend_nccl_split(rl_ctx *ctx, rl_op_desc *d)
 {
+    RL_API_ENTRY();
     (void)d;
     return rl_error(ctx, RL_ERR_UNSUPPORTED, "this build has no CUDA backend");
 }
+RL_API_WATCHED
 int rl_backend_nccl_execute(rl_ctx *ctx, rl_work *w)
 {
+    RL_API_ENTRY();
     (void)w;
     return rl_error(ctx, RL_ERR_UNSUPPORTED, "this build has no CUDA backend");
 }
@@ -1148,41 +1306,55 @@ static int no_gpu_op(rl_ctx *ctx, const char *op)
 {
     return rl_error(ctx, RL_ERR_UNSUPPORTED, "%s: this build has no CUDA backend; run with --backend sim", op);
 }
+RL_API_WATCHED
 int rl_backend_matmul(rl_ctx *ctx, const rl_tensor *a, int trans_a, const rl_tensor *b, int trans_b,
                       rl_tensor *c, float beta)
 {
+    RL_API_ENTRY();
     (void)a, (void)trans_a, (void)b, (void)trans_b, (void)c, (void)beta;
     return no_gpu_op(ctx, "matmul");
 }
+RL_API_WATCHED
 int rl_backend_add(rl_ctx *ctx, const rl_tensor *a, const rl_tensor *b, rl_tensor *out)
 {
+    RL_API_ENTRY();
     (void)a, (void)b, (void)out;
     return no_gpu_op(ctx, "add");
 }
+RL_API_WATCHED
 int rl_backend_axpy(rl_ctx *ctx, float alpha, const rl_tensor *x, rl_tensor *y)
 {
+    RL_API_ENTRY();
     (void)alpha, (void)x, (void)y;
     return no_gpu_op(ctx, "axpy");
 }
+RL_API_WATCHED
 int rl_backend_scale(rl_ctx *ctx, rl_tensor *x, float alpha)
 {
+    RL_API_ENTRY();
     (void)x, (void)alpha;
     return no_gpu_op(ctx, "scale");
 }
+RL_API_WATCHED
 int rl_backend_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
 {
+    RL_API_ENTRY();
     (void)x, (void)y;
     return no_gpu_op(ctx, "gelu_forward");
 }
+RL_API_WATCHED
 int rl_backend_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_tensor *dx)
 {
+    RL_API_ENTRY();
     (void)x, (void)dy, (void)dx;
     return no_gpu_op(ctx, "gelu_backward");
 }
+RL_API_WATCHED
 int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float eps, float weight_decay,
                           int64_t step, rl_tensor *param, const rl_tensor *grad, rl_tensor *master, rl_tensor *m,
                           rl_tensor *v)
 {
+    RL_API_ENTRY();
     (void)lr, (void)beta1, (void)beta2, (void)eps, (void)weight_decay, (void)step;
     (void)param, (void)grad, (void)master, (void)m, (void)v;
     return no_gpu_op(ctx, "adamw_step");
@@ -1190,91 +1362,157 @@ int rl_backend_adamw_step(rl_ctx *ctx, float lr, float beta1, float beta2, float
 /* Stubs of the GPU ops (never reached: no tensor is on a GPU in this build). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
+RL_API_WATCHED
 int rl_backend_lincomb(rl_ctx *ctx, float constant, float ca, const rl_tensor *a, float cb, const rl_tensor *b,
-                       rl_tensor *out) { return no_gpu_op(ctx, "lincomb"); }
-int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias) { return no_gpu_op(ctx, "bias_add"); }
-int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias) { return no_gpu_op(ctx, "bias_bwd"); }
+                       rl_tensor *out) { RL_API_ENTRY(); return no_gpu_op(ctx, "lincomb"); }
+RL_API_WATCHED
+int rl_backend_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
+{
+    RL_API_ENTRY();
+    return no_gpu_op(ctx, "bias_add");
+}
+RL_API_WATCHED
+int rl_backend_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
+{
+    RL_API_ENTRY();
+    return no_gpu_op(ctx, "bias_bwd");
+}
+RL_API_WATCHED
 int rl_backend_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *beta,
                                  float eps, rl_tensor *y, rl_tensor *mean, rl_tensor *rstd)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "layernorm");
 }
+RL_API_WATCHED
 int rl_backend_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma, const rl_tensor *mean,
                                   const rl_tensor *rstd, const rl_tensor *dy, rl_tensor *dx, rl_tensor *dgamma,
                                   rl_tensor *dbeta)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "layernorm_bwd");
 }
-int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y) { return no_gpu_op(ctx, "softmax"); }
+RL_API_WATCHED
+int rl_backend_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
+{
+    RL_API_ENTRY();
+    return no_gpu_op(ctx, "softmax");
+}
+RL_API_WATCHED
 int rl_backend_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl_tensor *dx)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "softmax_bwd");
 }
+RL_API_WATCHED
 int rl_backend_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
                                  int n_heads, rl_tensor *probs, rl_tensor *out)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "attention");
 }
+RL_API_WATCHED
 int rl_backend_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, const rl_tensor *v,
                                   const rl_tensor *probs, const rl_tensor *dout, int n_heads, rl_tensor *dq,
                                   rl_tensor *dk, rl_tensor *dv)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "attention_bwd");
 }
+RL_API_WATCHED
 int rl_backend_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, int accumulate,
                                  rl_tensor *out)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "embedding");
 }
+RL_API_WATCHED
 int rl_backend_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl_tensor *dtable)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "embedding_bwd");
 }
+RL_API_WATCHED
 int rl_backend_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
                            rl_tensor *dst)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "gather_rows");
 }
+RL_API_WATCHED
 int rl_backend_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const float *scale,
                                 rl_tensor *dst)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "scatter_add_rows");
 }
+RL_API_WATCHED
 int rl_backend_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, float grad_scale,
                              rl_tensor *dlogits, double *total)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "cross_entropy");
 }
+RL_API_WATCHED
 int rl_backend_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, float grad_scale,
                         rl_tensor *dpred, double *total)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "mse_loss");
 }
-int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out) { return no_gpu_op(ctx, "sum"); }
+RL_API_WATCHED
+int rl_backend_sum(rl_ctx *ctx, const rl_tensor *x, int squares, double *out)
+{
+    RL_API_ENTRY();
+    return no_gpu_op(ctx, "sum");
+}
+RL_API_WATCHED
 int rl_backend_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
 {
+    RL_API_ENTRY();
     return no_gpu_op(ctx, "sgd");
 }
-int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src) { return no_gpu_op(dst->ctx, "copy"); }
-int rl_backend_tensor_fill(rl_tensor *t, float v) { return no_gpu_op(t->ctx, "fill"); }
-int rl_backend_has_gpu(const rl_ctx *ctx) { return 0; }
+RL_API_WATCHED
+int rl_backend_tensor_copy(rl_tensor *dst, const rl_tensor *src)
+{
+    RL_API_ENTRY();
+    return no_gpu_op(dst->ctx, "copy");
+}
+RL_API_WATCHED
+int rl_backend_tensor_fill(rl_tensor *t, float v) { RL_API_ENTRY(); return no_gpu_op(t->ctx, "fill"); }
+RL_API_WATCHED
+int rl_backend_has_gpu(const rl_ctx *ctx) { RL_API_ENTRY(); return 0; }
+RL_API_WATCHED
 void rl_backend_no_gpu_reason(const rl_ctx *ctx, char *msg, int len)
 {
+    RL_API_ENTRY();
     snprintf(msg, (size_t)len, "this build has no CUDA backend (built without nvcc, or with CUDA=0)");
 }
-void rl_backend_op_begin(rl_ctx *ctx, const char *name) {}
-int rl_backend_op_end(rl_ctx *ctx) { return -1; }
-int rl_backend_timer_start(rl_ctx *ctx, int s) { return -1; }
-void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer) {}
-void rl_backend_timer_drop(rl_ctx *ctx, int timer) {}
+RL_API_WATCHED
+void rl_backend_op_begin(rl_ctx *ctx, const char *name) { RL_API_ENTRY();}
+RL_API_WATCHED
+int rl_backend_op_end(rl_ctx *ctx) { RL_API_ENTRY(); return -1; }
+RL_API_WATCHED
+int rl_backend_timer_start(rl_ctx *ctx, int s) { RL_API_ENTRY(); return -1; }
+RL_API_WATCHED
+void rl_backend_timer_stop(rl_ctx *ctx, int s, int timer) { RL_API_ENTRY();}
+RL_API_WATCHED
+void rl_backend_timer_drop(rl_ctx *ctx, int timer) { RL_API_ENTRY();}
+RL_API_WATCHED
 void rl_backend_trace_timed(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase, int timer)
 {
+    RL_API_ENTRY();
     rl_ctx_trace_event(ctx, e, tags, phase);
 }
-void rl_backend_timeline_resolve(rl_ctx *ctx) {}
-double rl_backend_stream_now(rl_ctx *ctx, int s) { return -1; }
-void rl_backend_nvtx_push(rl_ctx *ctx, const char *name) {}
-void rl_backend_nvtx_pop(rl_ctx *ctx) {}
-int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds) { return -1; }
+RL_API_WATCHED
+void rl_backend_timeline_resolve(rl_ctx *ctx) { RL_API_ENTRY();}
+RL_API_WATCHED
+double rl_backend_stream_now(rl_ctx *ctx, int s) { RL_API_ENTRY(); return -1; }
+RL_API_WATCHED
+void rl_backend_nvtx_push(rl_ctx *ctx, const char *name) { RL_API_ENTRY();}
+RL_API_WATCHED
+void rl_backend_nvtx_pop(rl_ctx *ctx) { RL_API_ENTRY();}
+RL_API_WATCHED
+int rl_backend_delay(rl_ctx *ctx, const char *name, double seconds) { RL_API_ENTRY(); return -1; }
 #pragma GCC diagnostic pop
 #endif

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "apiwatch.h"
 #include "bootstrap.h"
 
 #define MAGIC "RLB1"
@@ -39,9 +40,11 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_dist_env_parse(rl_dist_env *e, const char *rank, const char *world_size, const char *local_rank,
                       const char *master_addr, const char *master_port, char *err, int len)
 {
+    RL_API_ENTRY();
     memset(e, 0, sizeof *e);
     if (!rank || !world_size) {
         snprintf(err, (size_t)len, "%s is not set: a multi-process run needs RANK and WORLD_SIZE (as torchrun "
@@ -78,8 +81,10 @@ int rl_dist_env_parse(rl_dist_env *e, const char *rank, const char *world_size, 
     return 0;
 }
 
+RL_API_WATCHED
 int rl_dist_env_read(rl_dist_env *e, char *err, int len)
 {
+    RL_API_ENTRY();
     const char *rank = getenv("RANK"), *size = getenv("WORLD_SIZE"), *local = getenv("LOCAL_RANK");
     if (!rank && !size) { /* Slurm (srun) */
         rank = getenv("SLURM_PROCID");
@@ -311,8 +316,10 @@ static int fetch(const rl_dist_env *e, void *id, int bytes, double deadline, dou
     return -1;
 }
 
+RL_API_WATCHED
 int rl_bootstrap_tcp(const rl_dist_env *e, void *id, int bytes, double timeout_s, char *err, int len)
 {
+    RL_API_ENTRY();
     if (!e || !id || bytes < 1 || bytes > RL_BOOTSTRAP_MAX_ID || !(timeout_s > 0)) {
         snprintf(err, (size_t)len, "bootstrap: bad arguments (id of %d bytes, timeout %g s)", bytes, timeout_s);
         return -1;
@@ -324,8 +331,10 @@ int rl_bootstrap_tcp(const rl_dist_env *e, void *id, int bytes, double timeout_s
                         : fetch(e, id, bytes, deadline, timeout_s, err, len);
 }
 
+RL_API_WATCHED
 int rl_bootstrap_under_mpi(void)
 {
+    RL_API_ENTRY();
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") ||
            getenv("MPI_LOCALNRANKS");
 }

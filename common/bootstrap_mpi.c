@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "bootstrap.h"
 
 #ifdef RL_HAVE_MPI
@@ -12,8 +13,10 @@
 /* Set when this module called MPI_Init (the launcher's state, one per process). */
 static int we_initialised;
 
+RL_API_WATCHED
 int rl_bootstrap_mpi(rl_dist_env *e, void *id, int bytes, char *err, int len)
 {
+    RL_API_ENTRY();
     int init = 0, size = 0, rank = 0;
     if (!e || !id || bytes < 1 || bytes > RL_BOOTSTRAP_MAX_ID) {
         snprintf(err, (size_t)len, "bootstrap (MPI): bad arguments (id of %d bytes)", bytes);
@@ -47,8 +50,10 @@ int rl_bootstrap_mpi(rl_dist_env *e, void *id, int bytes, char *err, int len)
     return 0;
 }
 
+RL_API_WATCHED
 void rl_bootstrap_mpi_finalize(void)
 {
+    RL_API_ENTRY();
     int fin = 0;
     MPI_Finalized(&fin);
     if (we_initialised && !fin)
@@ -58,8 +63,10 @@ void rl_bootstrap_mpi_finalize(void)
 
 #else
 
+RL_API_WATCHED
 int rl_bootstrap_mpi(rl_dist_env *e, void *id, int bytes, char *err, int len)
 {
+    RL_API_ENTRY();
     (void)e;
     (void)id;
     (void)bytes;
@@ -68,6 +75,7 @@ int rl_bootstrap_mpi(rl_dist_env *e, void *id, int bytes, char *err, int len)
     return -1;
 }
 
-void rl_bootstrap_mpi_finalize(void) {}
+RL_API_WATCHED
+void rl_bootstrap_mpi_finalize(void) { RL_API_ENTRY();}
 
 #endif

@@ -1,4 +1,5 @@
 /* calc.c — the course's cost formulas (see calc.h and REFERENCE.md). */
+#include "apiwatch.h"
 #include "calc.h"
 #include <ctype.h>
 #include <math.h>
@@ -26,13 +27,17 @@ static int positive(double x) { return isfinite(x) && x > 0; }
 /* ------------------------------------------------------------------ ZeRO */
 static const char *const zero_names[RL_CALC_ZERO_NKINDS] = { "ddp", "zero1", "zero2", "zero3", "hsdp" };
 
+RL_API_WATCHED
 const char *rl_calc_zero_name(rl_calc_zero_kind k)
 {
+    RL_API_ENTRY();
     return (k >= 0 && k < RL_CALC_ZERO_NKINDS) ? zero_names[k] : "?";
 }
 
+RL_API_WATCHED
 int rl_calc_zero(const rl_calc_zero_in *in, rl_calc_zero_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_zero: in and out must not be NULL");
     if (!positive(in->params))
@@ -77,8 +82,10 @@ int rl_calc_zero(const rl_calc_zero_in *in, rl_calc_zero_out *out, char *err, si
 }
 
 /* ------------------------------------------------------------------ collectives */
+RL_API_WATCHED
 int rl_calc_coll(const rl_calc_coll_in *in, rl_calc_coll_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_coll: in and out must not be NULL");
     rl_coll_kind k = in->kind;
@@ -118,8 +125,10 @@ int rl_calc_coll(const rl_calc_coll_in *in, rl_calc_coll_out *out, char *err, si
 }
 
 /* ------------------------------------------------------------------ TP */
+RL_API_WATCHED
 int rl_calc_tp(const rl_calc_tp_in *in, rl_calc_tp_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_tp: in and out must not be NULL");
     if (!positive(in->b) || !positive(in->s) || !positive(in->h))
@@ -154,21 +163,27 @@ int rl_calc_tp(const rl_calc_tp_in *in, rl_calc_tp_out *out, char *err, size_t e
 /* ------------------------------------------------------------------ activations */
 static const char *const recompute_names[] = { "none", "selective", "full" };
 
+RL_API_WATCHED
 const char *rl_calc_recompute_name(rl_calc_recompute r)
 {
+    RL_API_ENTRY();
     return ((int)r >= 0 && (int)r < 3) ? recompute_names[r] : "?";
 }
 
+RL_API_WATCHED
 int rl_calc_recompute_parse(const char *s)
 {
+    RL_API_ENTRY();
     for (int i = 0; s && i < 3; i++)
         if (strcmp(s, recompute_names[i]) == 0)
             return i;
     return -1;
 }
 
+RL_API_WATCHED
 int rl_calc_activation(const rl_calc_act_in *in, rl_calc_act_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_activation: in and out must not be NULL");
     if (!positive(in->s) || !positive(in->b) || !positive(in->h) || !positive(in->a))
@@ -206,13 +221,17 @@ int rl_calc_activation(const rl_calc_act_in *in, rl_calc_act_out *out, char *err
 /* ------------------------------------------------------------------ pipeline bubble */
 static const char *const sched_names[] = { "naive", "gpipe", "1f1b", "interleaved", "zb-h1" };
 
+RL_API_WATCHED
 const char *rl_calc_schedule_name(rl_calc_schedule s)
 {
+    RL_API_ENTRY();
     return ((int)s >= 0 && (int)s < 5) ? sched_names[s] : "?";
 }
 
+RL_API_WATCHED
 int rl_calc_schedule_parse(const char *s)
 {
+    RL_API_ENTRY();
     for (int i = 0; s && i < 5; i++)
         if (strcmp(s, sched_names[i]) == 0)
             return i;
@@ -221,8 +240,10 @@ int rl_calc_schedule_parse(const char *s)
     return -1;
 }
 
+RL_API_WATCHED
 int rl_calc_bubble(const rl_calc_bubble_in *in, rl_calc_bubble_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_bubble: in and out must not be NULL");
     if (in->sched < RL_CALC_SCHED_NAIVE || in->sched > RL_CALC_SCHED_ZB_H1)
@@ -273,8 +294,10 @@ int rl_calc_bubble(const rl_calc_bubble_in *in, rl_calc_bubble_out *out, char *e
 }
 
 /* ------------------------------------------------------------------ FLOPs and MFU */
+RL_API_WATCHED
 int rl_calc_flops(const rl_calc_flops_in *in, rl_calc_flops_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_flops: in and out must not be NULL");
     if (!positive(in->params) || !positive(in->tokens))
@@ -293,8 +316,10 @@ int rl_calc_flops(const rl_calc_flops_in *in, rl_calc_flops_out *out, char *err,
     return RL_OK;
 }
 
+RL_API_WATCHED
 int rl_calc_mfu(const rl_calc_mfu_in *in, rl_calc_mfu_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_mfu: in and out must not be NULL");
     if (!positive(in->flops) || !positive(in->time))
@@ -311,8 +336,10 @@ int rl_calc_mfu(const rl_calc_mfu_in *in, rl_calc_mfu_out *out, char *err, size_
 }
 
 /* ------------------------------------------------------------------ MoE */
+RL_API_WATCHED
 int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !out)
         return fail(err, errlen, "rl_calc_moe: in and out must not be NULL");
     if (!positive(in->tokens) || !positive(in->hidden))
@@ -370,8 +397,10 @@ static int plan_cmp(const void *pa, const void *pb)
     return (int)a->recompute - (int)b->recompute;
 }
 
+RL_API_WATCHED
 int rl_calc_plan(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!in || !rows || !nrows)
         return fail(err, errlen, "rl_calc_plan: in, rows and nrows must not be NULL");
     *rows = NULL;
@@ -496,8 +525,10 @@ static int parse_number(const char *s, double *v, const char **rest)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_calc_parse_count(const char *s, double *out)
 {
+    RL_API_ENTRY();
     double v;
     const char *r;
     if (parse_number(s, &v, &r))
@@ -519,8 +550,10 @@ int rl_calc_parse_count(const char *s, double *out)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_calc_parse_bytes(const char *s, double *out)
 {
+    RL_API_ENTRY();
     double v;
     const char *r;
     if (parse_number(s, &v, &r))

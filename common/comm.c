@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "bf16.h"
 #include "internal.h"
 
@@ -68,8 +69,10 @@ static void describe(const rl_op_desc *d, int64_t count, char *buf, size_t size)
 
 /* ------------------------------------------------------------------ groups and handles */
 
+RL_API_WATCHED
 rl_commgroup *rl_commgroup_new(rl_world *w, const char *name, const int *granks, int n)
 {
+    RL_API_ENTRY();
     rl_commgroup *g = calloc(1, sizeof *g);
     g->n = n;
     snprintf(g->name, sizeof g->name, "%s", name);
@@ -95,8 +98,10 @@ rl_commgroup *rl_commgroup_new(rl_world *w, const char *name, const int *granks,
     return g;
 }
 
+RL_API_WATCHED
 rl_comm *rl_comm_attach(rl_ctx *ctx, rl_commgroup *g, int rank)
 {
+    RL_API_ENTRY();
     rl_comm *c = calloc(1, sizeof *c);
     c->ctx = ctx;
     c->g = g;
@@ -124,8 +129,10 @@ int rl_comm_global_rank(const rl_comm *comm, int r)
     return (comm && r >= 0 && r < comm->g->n) ? comm->g->granks[r] : -1;
 }
 
+RL_API_WATCHED
 void rl_comm_reset_counters(rl_comm *comm)
 {
+    RL_API_ENTRY();
     if (comm)
         memset(&comm->counters, 0, sizeof comm->counters);
 }
@@ -268,8 +275,10 @@ int rl_wait(rl_work *w)
     return st;
 }
 
+RL_API_WATCHED
 int rl_test(rl_work *w)
 {
+    RL_API_ENTRY();
     if (!w || w->sentinel)
         return 1;
     pthread_mutex_lock(&w->ctx->qmu);
@@ -505,8 +514,10 @@ static int check_same_count(rl_comm *comm, const char *call, const rl_tensor *s,
 #define CHECK_COMM(comm, call) \
     do { if (!(comm)) { rl_error(NULL, RL_ERR_ARG, "%s: communicator is NULL", call); return NULL; } } while (0)
 
+RL_API_WATCHED
 rl_work *rl_all_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_redop op, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "all_reduce");
     if (check_pair(comm, "all_reduce", send, recv) || check_same_count(comm, "all_reduce", send, recv))
         return NULL;
@@ -518,8 +529,10 @@ rl_work *rl_all_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl
     return issue(comm, &d, flags);
 }
 
+RL_API_WATCHED
 rl_work *rl_reduce_scatter(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_redop op, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "reduce_scatter");
     if (check_pair(comm, "reduce_scatter", send, recv))
         return NULL;
@@ -539,8 +552,10 @@ rl_work *rl_reduce_scatter(rl_comm *comm, const rl_tensor *send, rl_tensor *recv
     return issue(comm, &d, flags);
 }
 
+RL_API_WATCHED
 rl_work *rl_all_gather(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "all_gather");
     if (check_pair(comm, "all_gather", send, recv))
         return NULL;
@@ -566,8 +581,10 @@ static int check_root(rl_comm *comm, const char *call, int root)
     return 0;
 }
 
+RL_API_WATCHED
 rl_work *rl_broadcast(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, int root, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "broadcast");
     if (check_root(comm, "broadcast", root) || check_tensor(comm, "broadcast", recv, "recv"))
         return NULL;
@@ -581,8 +598,10 @@ rl_work *rl_broadcast(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, int
     return issue(comm, &d, flags);
 }
 
+RL_API_WATCHED
 rl_work *rl_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_redop op, int root, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "reduce");
     if (check_root(comm, "reduce", root) || check_tensor(comm, "reduce", send, "send"))
         return NULL;
@@ -599,8 +618,10 @@ rl_work *rl_reduce(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, rl_red
     return issue(comm, &d, flags);
 }
 
+RL_API_WATCHED
 rl_work *rl_all_to_all(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "all_to_all");
     if (check_pair(comm, "all_to_all", send, recv))
         return NULL;
@@ -616,10 +637,12 @@ rl_work *rl_all_to_all(rl_comm *comm, const rl_tensor *send, rl_tensor *recv, in
     return issue(comm, &d, flags);
 }
 
+RL_API_WATCHED
 rl_work *rl_all_to_allv(rl_comm *comm, const rl_tensor *send, const int64_t *send_counts,
                         const int64_t *send_displs, rl_tensor *recv, const int64_t *recv_counts,
                         const int64_t *recv_displs, int flags)
 {
+    RL_API_ENTRY();
     CHECK_COMM(comm, "all_to_allv");
     if (check_pair(comm, "all_to_allv", send, recv))
         return NULL;
@@ -727,8 +750,10 @@ rl_comm *rl_comm_split(rl_comm *parent, int color, int key)
 
 #define BLOCK 1024
 
+RL_API_WATCHED
 void rl_host_reduce(rl_dtype dt, rl_redop op, int n, const void *const *srcs, void *dst, int64_t lo, int64_t hi)
 {
+    RL_API_ENTRY();
     float acc[BLOCK];
     for (int64_t b = lo; b < hi; b += BLOCK) {
         int64_t m = hi - b < BLOCK ? hi - b : BLOCK;
@@ -892,8 +917,10 @@ static int sort_key_cmp(const void *pa, const void *pb)
     return a[1] < b[1] ? -1 : (a[1] > b[1]);
 }
 
+RL_API_WATCHED
 int rl_split_members(int n, const int *colors, const int *keys, int me, int *members, int *new_rank)
 {
+    RL_API_ENTRY();
     *new_rank = -1;
     if (colors[me] == RL_COLOR_NONE)
         return 0;
@@ -1434,8 +1461,10 @@ static int execute_work(rl_ctx *ctx, rl_work *w)
     return st;
 }
 
+RL_API_WATCHED
 int rl_comm_meet(rl_ctx *ctx, rl_work *w, double ready, double *vs, double *ve)
 {
+    RL_API_ENTRY();
     int st = 0;
     double t = ready;
     for (int i = 0; i < w->nops; i++) {
@@ -1473,8 +1502,10 @@ static int execute(rl_ctx *ctx, rl_work *w)
     return st;
 }
 
+RL_API_WATCHED
 void rl_works_free_all(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     pthread_mutex_lock(&ctx->qmu);
     while (ctx->works)
         work_free(ctx->works);
@@ -1482,8 +1513,10 @@ void rl_works_free_all(rl_ctx *ctx)
     pthread_mutex_unlock(&ctx->qmu);
 }
 
+RL_API_WATCHED
 void *rl_comm_worker(void *arg)
 {
+    RL_API_ENTRY();
     rl_ctx *ctx = arg;
     pthread_mutex_lock(&ctx->qmu);
     for (;;) {
@@ -1511,8 +1544,10 @@ void *rl_comm_worker(void *arg)
 
 /* ------------------------------------------------------------------ GPU backend hooks (issue 6) */
 
+RL_API_WATCHED
 void rl_comm_fingerprint(const rl_op_desc *d, int64_t fp[RL_FINGERPRINT_LEN])
 {
+    RL_API_ENTRY();
     fp[0] = d->kind;
     fp[1] = sig_count(d) + d->sig_delta;
     fp[2] = d->dtype;
@@ -1520,8 +1555,10 @@ void rl_comm_fingerprint(const rl_op_desc *d, int64_t fp[RL_FINGERPRINT_LEN])
     fp[4] = has_root(d->kind) ? d->root : 0;
 }
 
+RL_API_WATCHED
 int rl_comm_check_fingerprints(const rl_op_desc *d, const int64_t *all, char *msg, size_t size)
 {
+    RL_API_ENTRY();
     const rl_commgroup *g = d->comm->g;
     int n = g->n, ref = 0, best = 0;
     size_t fpb = RL_FINGERPRINT_LEN * sizeof *all;
@@ -1550,8 +1587,10 @@ int rl_comm_check_fingerprints(const rl_op_desc *d, const int64_t *all, char *ms
     return -1;
 }
 
+RL_API_WATCHED
 void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d)
 {
+    RL_API_ENTRY();
     int64_t bytes = (d->kind == RL_COLL_RECV ? d->recv_numel : d->send_numel) * (int64_t)rl_dtype_size(d->dtype);
     if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV) {
         comm->counters.calls[d->kind]++;
@@ -1561,8 +1600,10 @@ void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d)
     count_coll(comm, d, d->kind == RL_COLL_ALL_TO_ALLV ? 0 : coll_bytes(NULL, comm->g->n, d), comm->g->n);
 }
 
+RL_API_WATCHED
 void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws,
                       int timer)
 {
+    RL_API_ENTRY();
     trace_op(ctx, w, d, vs, ve, ws, timer);
 }

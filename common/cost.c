@@ -1,4 +1,5 @@
 /* cost.c — hardware profiles, α-β collective times and roofline op times. */
+#include "apiwatch.h"
 #include "cost.h"
 #include <math.h>
 #include <string.h>
@@ -112,34 +113,44 @@ double rl_hw_peak_flops(const rl_hw *hw, rl_dtype dtype)
     return dtype == RL_BF16 ? hw->peak_flops_bf16 : hw->peak_flops_f32;
 }
 
+RL_API_WATCHED
 double rl_ab_ring_all_reduce(int n, double bytes, double alpha, double bw)
 {
+    RL_API_ENTRY();
     if (n <= 1)
         return 0.0;
     return 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / bw;
 }
 
+RL_API_WATCHED
 double rl_ab_ring_reduce_scatter(int n, double bytes, double alpha, double bw)
 {
+    RL_API_ENTRY();
     if (n <= 1)
         return 0.0;
     return (n - 1) * alpha + (double)(n - 1) / n * bytes / bw;
 }
 
+RL_API_WATCHED
 double rl_ab_ring_all_gather(int n, double bytes, double alpha, double bw)
 {
+    RL_API_ENTRY();
     return rl_ab_ring_reduce_scatter(n, bytes, alpha, bw);
 }
 
+RL_API_WATCHED
 double rl_ab_tree_all_reduce(int n, double bytes, double alpha, double bw)
 {
+    RL_API_ENTRY();
     if (n <= 1)
         return 0.0;
     return 2.0 * log2((double)n) * alpha + 2.0 * bytes / bw;
 }
 
+RL_API_WATCHED
 double rl_ab_time(rl_coll_kind k, rl_algo algo, int n, double bytes, const rl_link *link)
 {
+    RL_API_ENTRY();
     double a = link->alpha, bw = link->bw;
     if (n <= 1 && k != RL_COLL_SEND && k != RL_COLL_RECV)
         return 0.0;
@@ -167,8 +178,10 @@ double rl_ab_time(rl_coll_kind k, rl_algo algo, int n, double bytes, const rl_li
     }
 }
 
+RL_API_WATCHED
 double rl_busbw_factor(rl_coll_kind k, int n)
 {
+    RL_API_ENTRY();
     if (n <= 0)
         return 0.0;
     switch (k) {
@@ -184,8 +197,10 @@ double rl_busbw_factor(rl_coll_kind k, int n)
     }
 }
 
+RL_API_WATCHED
 double rl_ring_bytes_per_rank(rl_coll_kind k, int n, double bytes)
 {
+    RL_API_ENTRY();
     if (n <= 1)
         return 0.0;
     switch (k) {
@@ -201,8 +216,10 @@ double rl_ring_bytes_per_rank(rl_coll_kind k, int n, double bytes)
     }
 }
 
+RL_API_WATCHED
 double rl_op_time(const rl_hw *hw, rl_dtype dtype, double flops, double bytes)
 {
+    RL_API_ENTRY();
     double t = fmax(flops / rl_hw_peak_flops(hw, dtype), bytes / hw->hbm_bw);
     return fmax(t, hw->op_min_time);
 }

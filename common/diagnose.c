@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "diagnose.h"
 #include "err.h"
 
@@ -11,10 +12,17 @@
 
 static const char *const kind_names[] = { "none", "hang", "mismatch", "p2p" };
 
-const char *rl_diag_kind_name(rl_diag_kind k) { return (k >= 0 && k <= RL_DIAG_P2P) ? kind_names[k] : "?"; }
+RL_API_WATCHED
+const char *rl_diag_kind_name(rl_diag_kind k)
+{
+    RL_API_ENTRY();
+    return (k >= 0 && k <= RL_DIAG_P2P) ? kind_names[k] : "?";
+}
 
+RL_API_WATCHED
 void rl_diag_flight_free(rl_diag_flight *fl)
 {
+    RL_API_ENTRY();
     if (!fl)
         return;
     free(fl->rec);
@@ -26,8 +34,10 @@ static void copy_str(char *dst, size_t size, json_t *v)
     snprintf(dst, size, "%s", json_is_string(v) ? json_string_value(v) : "");
 }
 
+RL_API_WATCHED
 int rl_diag_flight_load(const char *path, rl_diag_flight *fl, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!path || !fl)
         FAIL(RL_ERR_ARG, "rl_diag_flight_load: path and fl must not be NULL");
     json_error_t je;
@@ -210,8 +220,10 @@ static int earlier(const rl_diag_result *a, double ta, const rl_diag_result *b, 
     return strcmp(a->comm, b->comm) < 0;
 }
 
+RL_API_WATCHED
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out)
 {
+    RL_API_ENTRY();
     if (!fl || !out)
         return RL_ERR_ARG;
     memset(out, 0, sizeof *out);
@@ -276,9 +288,11 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+RL_API_WATCHED
 int rl_diag_spread_of(const double *x, int n, const rl_diag_spread_cfg *cfg, rl_diag_spread *o, char *err,
                       size_t errlen)
 {
+    RL_API_ENTRY();
     if (!x || !o || n < 1)
         FAIL(RL_ERR_ARG, "spread: need at least one value");
     for (int i = 0; i < n; i++)
@@ -337,9 +351,11 @@ int rl_diag_spread_of(const double *x, int n, const rl_diag_spread_cfg *cfg, rl_
     return RL_OK;
 }
 
+RL_API_WATCHED
 int rl_diag_straggler(const double *ms, int n, const rl_diag_spread_cfg *cfg, rl_diag_spread *o, char *err,
                       size_t errlen)
 {
+    RL_API_ENTRY();
     int rc = rl_diag_spread_of(ms, n, cfg, o, err, errlen);
     if (rc)
         return rc;
@@ -357,9 +373,11 @@ int rl_diag_straggler(const double *ms, int n, const rl_diag_spread_cfg *cfg, rl
 
 /* ------------------------------------------------------------------ spikes */
 
+RL_API_WATCHED
 int rl_diag_spike_find(const double *norms, int steps, int ranks, int layers, const rl_diag_spike_cfg *cfg,
                        rl_diag_spike *o, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!norms || !o || steps < 1 || ranks < 1 || layers < 1)
         FAIL(RL_ERR_ARG, "spike: need norms[steps·ranks·layers] with steps, ranks, layers >= 1");
     rl_diag_spike_cfg c = { 5, 5.0, 1, 0 };

@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "internal.h"
 
 static const char *const state_names[] = { "enqueued", "started", "completed", "failed" };
 
+RL_API_WATCHED
 int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d)
 {
+    RL_API_ENTRY();
     int64_t id = ctx->nflight++;
     rl_flight_rec *r = &ctx->flight[id % RL_FLIGHT_N];
     memset(r, 0, sizeof *r);
@@ -31,8 +34,10 @@ int64_t rl_flight_add(rl_ctx *ctx, const rl_op_desc *d)
     return id;
 }
 
+RL_API_WATCHED
 void rl_flight_set(rl_ctx *ctx, int64_t id, int state)
 {
+    RL_API_ENTRY();
     pthread_mutex_lock(&ctx->qmu);
     rl_flight_rec *r = &ctx->flight[id % RL_FLIGHT_N];
     if (r->id == id) {
@@ -222,8 +227,10 @@ static json_t *rec_json(const rl_flight_rec *f)
                      "t_enqueued", f->t_enq, "t_started", f->t_start, "t_completed", f->t_end);
 }
 
+RL_API_WATCHED
 void rl_flight_report(rl_world *w, FILE *f, const char *json_path, char *vbuf, int vlen)
 {
+    RL_API_ENTRY();
     int n = w->n;
     rl_flight_rec (*recs)[RL_FLIGHT_N] = calloc((size_t)n, sizeof *recs);
     int *nrec = calloc((size_t)n, sizeof *nrec);

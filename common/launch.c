@@ -4,12 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "apiwatch.h"
 #include "internal.h"
 
 /* ------------------------------------------------------------------ options */
 
+RL_API_WATCHED
 void rl_opts_init(rl_opts *o)
 {
+    RL_API_ENTRY();
     memset(o, 0, sizeof *o);
     o->ranks = 4;
     o->backend = RL_BACKEND_SIM;
@@ -18,8 +21,10 @@ void rl_opts_init(rl_opts *o)
     o->timeout_s = 30.0;
 }
 
+RL_API_WATCHED
 void rl_opts_usage(FILE *f, const rl_opts *defaults)
 {
+    RL_API_ENTRY();
     rl_opts d;
     rl_opts_init(&d);
     if (defaults)
@@ -78,8 +83,10 @@ static int is_opt(const char *arg, const char *name)
     return strncmp(arg, name, len) == 0 && (arg[len] == 0 || arg[len] == '=');
 }
 
+RL_API_WATCHED
 int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
 {
+    RL_API_ENTRY();
     int out = 1;
     for (int i = 1; i < *argc; i++) {
         const char *a = argv[i], *v;
@@ -174,8 +181,10 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
 
 /* ------------------------------------------------------------------ world */
 
+RL_API_WATCHED
 void rl_world_abort(rl_world *w, int code, const char *msg)
 {
+    RL_API_ENTRY();
     pthread_mutex_lock(&w->mu);
     if (!w->aborted) {
         w->abort_code = code;
@@ -197,8 +206,10 @@ static void rank_finished(rl_ctx *ctx)
     pthread_mutex_unlock(&w->mu);
 }
 
+RL_API_WATCHED
 void rl_rank_exit_aborted(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     if (!ctx->is_rank_thread) {
         fprintf(stderr, "ringlab: %s\n", ctx->world->abort_msg);
         exit(RL_EXIT_FAIL);
@@ -250,8 +261,10 @@ static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
     return w;
 }
 
+RL_API_WATCHED
 rl_world *rl_world_create(const rl_opts *opts)
 {
+    RL_API_ENTRY();
     return world_create(opts, opts->ranks, -1);
 }
 
@@ -276,8 +289,10 @@ static void commgroup_free(rl_commgroup *g)
     free(g);
 }
 
+RL_API_WATCHED
 void rl_world_destroy(rl_world *w)
 {
+    RL_API_ENTRY();
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
         if (!c)
@@ -540,8 +555,10 @@ static int check_launch(const rl_opts *o, int *use_cuda, int *ngpus, rl_dist_pla
     return 0;
 }
 
+RL_API_WATCHED
 int rl_launch_process_rank(const rl_opts *opts, int *world_size)
 {
+    RL_API_ENTRY();
     int use_cuda, ngpus;
     rl_dist_plan plan;
     *world_size = opts->ranks;
@@ -551,8 +568,10 @@ int rl_launch_process_rank(const rl_opts *opts, int *world_size)
     return plan.env.rank;
 }
 
+RL_API_WATCHED
 int rl_require_one_process(const rl_opts *opts, const char *program)
 {
+    RL_API_ENTRY();
     int world = opts->ranks, me = rl_launch_process_rank(opts, &world);
     if (me < 0)
         return 0;
@@ -562,8 +581,10 @@ int rl_require_one_process(const rl_opts *opts, const char *program)
     return RL_ERR_ARG;
 }
 
+RL_API_WATCHED
 char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size)
 {
+    RL_API_ENTRY();
     size_t len = strlen(path);
     if (rank == 0)
         snprintf(out, size, "%s", path);
@@ -638,27 +659,35 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     return run;
 }
 
+RL_API_WATCHED
 rl_run *rl_launch_async(const rl_opts *opts, rl_rank_fn fn, void *arg)
 {
+    RL_API_ENTRY();
     int rc;
     return start_run(opts, fn, arg, &rc);
 }
 
+RL_API_WATCHED
 rl_trace *rl_run_snapshot(rl_run *run)
 {
+    RL_API_ENTRY();
     return collect_trace(run->w);
 }
 
+RL_API_WATCHED
 int rl_run_done(rl_run *run)
 {
+    RL_API_ENTRY();
     pthread_mutex_lock(&run->mu);
     int d = run->done;
     pthread_mutex_unlock(&run->mu);
     return d;
 }
 
+RL_API_WATCHED
 int rl_run_finish(rl_run *run, rl_trace **out_trace)
 {
+    RL_API_ENTRY();
     if (out_trace)
         *out_trace = NULL;
     if (!run)
@@ -712,8 +741,10 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
     return result;
 }
 
+RL_API_WATCHED
 int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trace)
 {
+    RL_API_ENTRY();
     if (out_trace)
         *out_trace = NULL;
     int rc;
@@ -721,8 +752,10 @@ int rl_launch(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **out_trac
     return run ? rl_run_finish(run, out_trace) : rc;
 }
 
+RL_API_WATCHED
 int rl_exit_status(int r)
 {
+    RL_API_ENTRY();
     switch (r) {
     case 0: return RL_EXIT_OK;
     case RL_ERR_HANG: return RL_EXIT_HANG;
@@ -740,12 +773,15 @@ const rl_opts *rl_ctx_opts(const rl_ctx *ctx) { return &ctx->world->opts; }
 const rl_hw *rl_ctx_hw(const rl_ctx *ctx) { return ctx->world->hw; }
 uint64_t rl_ctx_seed(const rl_ctx *ctx) { return ctx->world->opts.seed; }
 rl_mem_account *rl_ctx_mem(rl_ctx *ctx) { return &ctx->mem; }
-rl_trace *rl_ctx_trace(rl_ctx *ctx) { return ctx->trace; }
+RL_API_WATCHED
+rl_trace *rl_ctx_trace(rl_ctx *ctx) { RL_API_ENTRY(); return ctx->trace; }
 void *rl_ctx_user(rl_ctx *ctx) { return ctx->user; }
 void rl_ctx_set_user(rl_ctx *ctx, void *p) { ctx->user = p; }
 
+RL_API_WATCHED
 void rl_ctx_set_meta(rl_ctx *ctx, const char *key, const char *value)
 {
+    RL_API_ENTRY();
     if (ctx->rank != 0)
         return;
     pthread_mutex_lock(&ctx->trace_mu);
@@ -762,8 +798,10 @@ void rl_ctx_set_mesh(rl_ctx *ctx, int ndims, const char *const *names, const int
     pthread_mutex_unlock(&ctx->trace_mu);
 }
 
+RL_API_WATCHED
 rl_ctx *rl_ctx_new_standalone(const rl_hw *hw, uint64_t seed)
 {
+    RL_API_ENTRY();
     rl_opts o;
     rl_opts_init(&o);
     o.ranks = 1;
@@ -773,8 +811,10 @@ rl_ctx *rl_ctx_new_standalone(const rl_hw *hw, uint64_t seed)
     return rl_world_create(&o)->ctxs[0];
 }
 
+RL_API_WATCHED
 void rl_ctx_free_standalone(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     if (ctx)
         rl_world_destroy(ctx->world);
 }

@@ -1,4 +1,5 @@
 /* mem.c — per-rank memory account. */
+#include "apiwatch.h"
 #include "mem.h"
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +21,10 @@ int rl_mem_cat_parse(const char *name)
     return -1;
 }
 
+RL_API_WATCHED
 void rl_mem_charge(rl_mem_account *acc, rl_mem_cat cat, int64_t bytes)
 {
+    RL_API_ENTRY();
     if (!acc || cat < 0 || cat >= RL_MEM_NCAT)
         return;
     acc->current[cat] += bytes;
@@ -32,8 +35,10 @@ void rl_mem_charge(rl_mem_account *acc, rl_mem_cat cat, int64_t bytes)
         acc->peak_total = acc->current_total;
 }
 
+RL_API_WATCHED
 void rl_mem_reset_peaks(rl_mem_account *acc)
 {
+    RL_API_ENTRY();
     for (int i = 0; i < RL_MEM_NCAT; i++)
         acc->peak[i] = acc->current[i];
     acc->peak_total = acc->current_total;

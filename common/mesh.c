@@ -1,6 +1,7 @@
 /* mesh.c — the device mesh: rank order, coordinates, groups, communicators, nodes. */
 #include <stdio.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "err.h"
 #include "launch.h"
 #include "mesh.h"
@@ -56,14 +57,18 @@ static int bit_of(int d)
     return bits[d];
 }
 
+RL_API_WATCHED
 rl_mesh_shape rl_mesh_shape_make(int dp, int pp, int tp)
 {
+    RL_API_ENTRY();
     rl_mesh_shape s = { .dp = dp, .pp = pp, .tp = tp, .cp = 1, .ep = 1, .order = RL_MESH_ORDER_TP_CP_PP_DP };
     return s;
 }
 
+RL_API_WATCHED
 int rl_mesh_init(rl_mesh *m, const rl_mesh_shape *s, int world, const rl_hw *hw, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (err && errlen)
         err[0] = 0;
 #define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return RL_ERR_ARG; } while (0)
@@ -119,8 +124,10 @@ int rl_mesh_init(rl_mesh *m, const rl_mesh_shape *s, int world, const rl_hw *hw,
 #undef FAIL
 }
 
+RL_API_WATCHED
 int rl_mesh_coord_of(const rl_mesh *m, int rank, rl_mesh_coord *c)
 {
+    RL_API_ENTRY();
     if (!m || !c || rank < 0 || rank >= m->world)
         return RL_ERR_ARG;
     int d[ND];
@@ -134,16 +141,20 @@ int rl_mesh_coord_of(const rl_mesh *m, int rank, rl_mesh_coord *c)
     return RL_OK;
 }
 
+RL_API_WATCHED
 int rl_mesh_rank_of(const rl_mesh *m, const rl_mesh_coord *c)
 {
+    RL_API_ENTRY();
     if (!m || !c || m->world < 1)
         return -1;
     int d[ND] = { c->tp, c->cp, c->pp, c->ep, c->edp };
     return rank_of_digits(m, d);
 }
 
+RL_API_WATCHED
 int rl_mesh_group(const rl_mesh *m, int dims, int rank, int *ranks, int *index)
 {
+    RL_API_ENTRY();
     if (!m || rank < 0 || rank >= m->world)
         return 0;
     int me[ND], size[ND], order[ND], d[ND], n = 0;
@@ -171,20 +182,26 @@ int rl_mesh_group(const rl_mesh *m, int dims, int rank, int *ranks, int *index)
     return n;
 }
 
+RL_API_WATCHED
 int rl_mesh_node_of(const rl_mesh *m, int rank)
 {
+    RL_API_ENTRY();
     return m && m->gpus_per_node > 0 ? rank / m->gpus_per_node : 0;
 }
 
+RL_API_WATCHED
 int rl_mesh_group_crosses_node(const rl_mesh *m, int dims, int rank)
 {
+    RL_API_ENTRY();
     int grp[RL_MESH_MAX_RANKS];
     int n = rl_mesh_group(m, dims, rank, grp, NULL);
     return n > 0 && rl_mesh_node_of(m, grp[0]) != rl_mesh_node_of(m, grp[n - 1]);
 }
 
+RL_API_WATCHED
 const char *rl_mesh_dims_name(int dims, char *buf, size_t size)
 {
+    RL_API_ENTRY();
     size_t k = 0;
     if (!buf || !size)
         return "";
@@ -201,8 +218,10 @@ const char *rl_mesh_dims_name(int dims, char *buf, size_t size)
     return buf;
 }
 
+RL_API_WATCHED
 const char *rl_mesh_describe(const rl_mesh *m, char *buf, size_t size)
 {
+    RL_API_ENTRY();
     if (!buf || !size)
         return "";
     if (!m || m->world < 1) {
@@ -225,8 +244,10 @@ const char *rl_mesh_describe(const rl_mesh *m, char *buf, size_t size)
     return buf;
 }
 
+RL_API_WATCHED
 void rl_mesh_record(rl_ctx *ctx, const rl_mesh *m)
 {
+    RL_API_ENTRY();
     if (!ctx || !m || m->world < 1)
         return;
     int order[ND], size[ND], nd = 0, sizes[RL_MESH_MAX];
@@ -247,8 +268,10 @@ void rl_mesh_record(rl_ctx *ctx, const rl_mesh *m)
     rl_ctx_set_mesh(ctx, nd, names, sizes);
 }
 
+RL_API_WATCHED
 int rl_mesh_build_comms(rl_ctx *ctx, const rl_mesh *m, rl_mesh_comms *out)
 {
+    RL_API_ENTRY();
     if (!ctx || !m || !out)
         return rl_error(ctx, RL_ERR_ARG, "rl_mesh_build_comms: ctx, mesh and out must not be NULL");
     if (m->world != rl_world_size(ctx))

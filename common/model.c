@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "err.h"
 #include "model.h"
 #include "rng.h"
@@ -979,8 +980,10 @@ int rl_model_backward(rl_model *m, float grad_scale)
     return st->nready ? fire_ready(m) : 0;
 }
 
+RL_API_WATCHED
 int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window)
 {
+    RL_API_ENTRY();
     if (!m)
         return rl_error(NULL, RL_ERR_ARG, "model_set_ready_order: model is NULL");
     if (window > 1 && !m->st->ready && !(m->st->ready = calloc((size_t)m->nparams, sizeof *m->st->ready)))

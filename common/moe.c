@@ -3,12 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "calc.h"
 #include "err.h"
 #include "moe.h"
 
+RL_API_WATCHED
 int64_t rl_moe_capacity(int64_t tokens, int experts, int top_k, double cf)
 {
+    RL_API_ENTRY();
     if (tokens == 0 && experts >= 1 && top_k >= 1 && top_k <= experts && cf >= 0)
         return 0;
     rl_calc_moe_in in = { .tokens = (double)tokens, .experts = experts, .topk = top_k, .cf = cf, .hidden = 1 };
@@ -35,9 +38,11 @@ void rl_moe_plan_free(rl_moe_plan *p)
     memset(p, 0, sizeof *p);
 }
 
+RL_API_WATCHED
 int rl_moe_plan_make(rl_ctx *ctx, const int *ids, int64_t tokens, int top_k, int experts, int ep, double cf,
                      rl_moe_plan *p)
 {
+    RL_API_ENTRY();
     if (!p)
         return rl_error(ctx, RL_ERR_ARG, "rl_moe_plan_make: plan must not be NULL");
     memset(p, 0, sizeof *p);
@@ -104,15 +109,19 @@ int rl_moe_plan_make(rl_ctx *ctx, const int *ids, int64_t tokens, int top_k, int
     return RL_OK;
 }
 
+RL_API_WATCHED
 int rl_moe_plan_from_routing(rl_ctx *ctx, const rl_moe_routing *r, int ep, double cf, rl_moe_plan *plan)
 {
+    RL_API_ENTRY();
     if (!r)
         return rl_error(ctx, RL_ERR_ARG, "rl_moe_plan_from_routing: routing is NULL (run the MoE forward first)");
     return rl_moe_plan_make(ctx, r->expert, r->tokens, r->top_k, r->experts, ep, cf, plan);
 }
 
+RL_API_WATCHED
 int rl_moe_plan_exchange(rl_comm *comm, rl_moe_plan *p)
 {
+    RL_API_ENTRY();
     rl_ctx *ctx = comm ? rl_comm_ctx(comm) : NULL;
     if (!comm || !p || !p->kept)
         return rl_error(ctx, RL_ERR_ARG, "rl_moe_plan_exchange: need the EP communicator and a plan from rl_moe_plan_make");
@@ -162,9 +171,11 @@ void rl_moe_rows_to_elems(const int64_t *rows, int n, int64_t row_elems, int64_t
         elems[i] = rows[i] * row_elems;
 }
 
+RL_API_WATCHED
 int rl_moe_aux_loss(rl_ctx *ctx, const float *probs, const int *ids, int64_t tokens, int experts, int top_k,
                     double alpha, double *loss, float *dprobs, double *f, double *P)
 {
+    RL_API_ENTRY();
     if (!probs || !ids || !loss || tokens < 1 || experts < 1 || top_k < 1 || top_k > experts)
         return rl_error(ctx, RL_ERR_ARG,
                         "rl_moe_aux_loss: need probs [T·E], expert ids [T·k], loss, tokens >= 1 and 1 <= k <= E");
@@ -206,8 +217,10 @@ int rl_moe_aux_loss(rl_ctx *ctx, const float *probs, const int *ids, int64_t tok
     return RL_OK;
 }
 
+RL_API_WATCHED
 int64_t rl_moe_expert_load(const int *ids, int64_t nslots, int experts, int64_t *hist)
 {
+    RL_API_ENTRY();
     if (!hist || experts < 1 || nslots < 0 || (nslots > 0 && !ids))
         return RL_ERR_ARG;
     memset(hist, 0, sizeof(int64_t) * (size_t)experts);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "err.h"
 #include "launch.h"
 #include "pipeline.h"
@@ -226,8 +227,10 @@ static int gen_zbh1(rl_pp_schedule *s)
     return rc;
 }
 
+RL_API_WATCHED
 rl_pp_schedule *rl_pp_schedule_new(rl_pp_kind kind, int p, int m, int v, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (kind < RL_PP_GPIPE || kind > RL_PP_ZB_H1) {
         if (err && errlen)
             snprintf(err, errlen, "pipeline: unknown schedule %d (use gpipe, 1f1b, interleaved or zb-h1)", (int)kind);
@@ -502,8 +505,10 @@ void rl_pp_timeline_free(rl_pp_timeline *t)
     free(t);
 }
 
+RL_API_WATCHED
 rl_pp_timeline *rl_pp_simulate(const rl_pp_schedule *s, const rl_pp_costs *c, char *err, size_t errlen)
 {
+    RL_API_ENTRY();
     if (!c || !(c->f >= 0) || !(c->b >= 0) || !(c->w >= 0) || !(c->p2p >= 0) || !isfinite(c->f + c->b + c->w + c->p2p)) {
         if (err && errlen)
             snprintf(err, errlen, "pipeline: costs must be given, finite and >= 0 (f, b, w, p2p)");

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "apiwatch.h"
 #include "internal.h"
 
 double rl_mono_now(void)
@@ -59,8 +60,10 @@ void rl_stream_wait_event(rl_ctx *ctx, rl_stream s, rl_event ev)
 void rl_set_stream(rl_ctx *ctx, rl_stream s) { ctx->cur = s; }
 rl_stream rl_current_stream(rl_ctx *ctx) { return ctx->cur; }
 
+RL_API_WATCHED
 void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char phase)
 {
+    RL_API_ENTRY();
     if (!ctx)
         return;
     e->rank = ctx->rank;
@@ -99,9 +102,11 @@ static void advance(rl_ctx *ctx, const char *name, rl_cat cat, double dur, doubl
         rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
 }
 
+RL_API_WATCHED
 double rl_compute_record(rl_ctx *ctx, const char *name, rl_dtype dtype, double flops,
                          double bytes, const char *shapes, double wall_start)
 {
+    RL_API_ENTRY();
     if (!ctx)
         return 0.0;
     double dur = rl_op_time(ctx->world->hw, dtype, flops, bytes);
@@ -132,8 +137,10 @@ void rl_set_tag(rl_ctx *ctx, rl_tag tag, int value)
 
 void rl_set_phase(rl_ctx *ctx, char phase) { ctx->phase = phase; }
 
+RL_API_WATCHED
 void rl_step_begin(rl_ctx *ctx, int step)
 {
+    RL_API_ENTRY();
     ctx->step = step;
     ctx->tags[RL_TAG_STEP] = step;
     ctx->step_vstart = ctx->gpu ? rl_stream_time(ctx, RL_STREAM_COMPUTE) /* GPU (issue 6): measured */
@@ -148,8 +155,10 @@ void rl_step_begin(rl_ctx *ctx, int step)
         }
 }
 
+RL_API_WATCHED
 double rl_step_end(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     if (ctx->gpu) /* GPU backend (issue 6): the step's CUDA events into its trace events */
         rl_backend_timeline_resolve(ctx);
     double d = rl_stream_time(ctx, RL_STREAM_COMPUTE) - ctx->step_vstart;
@@ -157,8 +166,10 @@ double rl_step_end(rl_ctx *ctx)
     return d;
 }
 
+RL_API_WATCHED
 void rl_mem_sample_now(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     rl_mem_sample m = { .rank = ctx->rank, .vtime = rl_stream_time(ctx, RL_STREAM_COMPUTE) };
     memcpy(m.current, ctx->mem.current, sizeof m.current);
     pthread_mutex_lock(&ctx->trace_mu);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "bf16.h"
 #include "internal.h"
 
@@ -262,8 +263,10 @@ void rl_tensor_free(rl_tensor *t)
     free(n);
 }
 
+RL_API_WATCHED
 void rl_tensors_free_all(rl_ctx *ctx)
 {
+    RL_API_ENTRY();
     while (ctx->tensors)
         rl_tensor_free(&ctx->tensors->t);
 }

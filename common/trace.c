@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "err.h"
 #include "trace.h"
 
@@ -22,8 +23,10 @@ int rl_cat_parse(const char *s)
     return -1;
 }
 
+RL_API_WATCHED
 rl_trace *rl_trace_new(int nranks)
 {
+    RL_API_ENTRY();
     rl_trace *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
@@ -36,8 +39,10 @@ rl_trace *rl_trace_new(int nranks)
     return t;
 }
 
+RL_API_WATCHED
 void rl_trace_free(rl_trace *t)
 {
+    RL_API_ENTRY();
     if (!t)
         return;
     for (size_t i = 0; i < t->n; i++) {
@@ -56,8 +61,10 @@ void rl_trace_free(rl_trace *t)
     free(t);
 }
 
+RL_API_WATCHED
 void rl_trace_event_init(rl_trace_event *e)
 {
+    RL_API_ENTRY();
     memset(e, 0, sizeof *e);
     for (int i = 0; i < RL_NTAGS; i++)
         e->tags[i] = -1;
@@ -65,8 +72,10 @@ void rl_trace_event_init(rl_trace_event *e)
     e->peer = -1;
 }
 
+RL_API_WATCHED
 int rl_trace_add(rl_trace *t, const rl_trace_event *e)
 {
+    RL_API_ENTRY();
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         rl_trace_event *ev = realloc(t->ev, cap * sizeof *ev);
@@ -93,8 +102,10 @@ int rl_trace_add(rl_trace *t, const rl_trace_event *e)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_trace_add_mem(rl_trace *t, const rl_mem_sample *s)
 {
+    RL_API_ENTRY();
     if (t->nmem == t->capmem) {
         size_t cap = t->capmem ? t->capmem * 2 : 64;
         rl_mem_sample *m = realloc(t->mem, cap * sizeof *m);
@@ -107,8 +118,10 @@ int rl_trace_add_mem(rl_trace *t, const rl_mem_sample *s)
     return 0;
 }
 
+RL_API_WATCHED
 int rl_trace_merge(rl_trace *dst, const rl_trace *src)
 {
+    RL_API_ENTRY();
     for (size_t i = 0; i < src->n; i++)
         if (rl_trace_add(dst, &src->ev[i]))
             return RL_ERR_NOMEM;
@@ -148,8 +161,10 @@ static int mem_cmp(const void *pa, const void *pb)
     return memcmp(a->current, b->current, sizeof a->current);
 }
 
+RL_API_WATCHED
 void rl_trace_sort(rl_trace *t)
 {
+    RL_API_ENTRY();
     /* qsort is not stable: ties are broken on every field above, and events that tie on all
      * of them are identical in the file, so the output is deterministic. */
     if (t->n > 1)
@@ -168,8 +183,10 @@ static int span_cmp(const void *x, const void *y)
     return d < 0 ? -1 : d > 0;
 }
 
+RL_API_WATCHED
 double rl_trace_comm_hidden(const rl_trace *t, int rank, int step, int wall, double *comm_s, double *hidden_s)
 {
+    RL_API_ENTRY();
     size_t ncomp = 0, k = 0;
     for (size_t i = 0; i < t->n; i++)
         ncomp += t->ev[i].rank == rank && t->ev[i].stream == 0 && t->ev[i].cat == RL_CAT_COMPUTE;
@@ -211,8 +228,10 @@ double rl_trace_comm_hidden(const rl_trace *t, int rank, int step, int wall, dou
     return comm > 0 ? hidden / comm : -1;
 }
 
+RL_API_WATCHED
 void rl_trace_set_mesh(rl_trace *t, int ndims, const char *const *names, const int *sizes)
 {
+    RL_API_ENTRY();
     if (ndims < 0 || ndims > RL_MESH_MAX)
         return;
     t->mesh_ndims = ndims;
@@ -222,8 +241,10 @@ void rl_trace_set_mesh(rl_trace *t, int ndims, const char *const *names, const i
     }
 }
 
+RL_API_WATCHED
 void rl_trace_set_meta(rl_trace *t, const char *key, const char *value)
 {
+    RL_API_ENTRY();
     for (int i = 0; i < t->nmeta; i++)
         if (strcmp(t->meta_keys[i], key) == 0) {
             free(t->meta_vals[i]);
@@ -243,8 +264,10 @@ void rl_trace_set_meta(rl_trace *t, const char *key, const char *value)
     t->nmeta++;
 }
 
+RL_API_WATCHED
 const char *rl_trace_get_meta(const rl_trace *t, const char *key)
 {
+    RL_API_ENTRY();
     for (int i = 0; i < t->nmeta; i++)
         if (strcmp(t->meta_keys[i], key) == 0)
             return t->meta_vals[i];
@@ -312,8 +335,10 @@ static json_t *meta_event(const char *what, int pid, int tid, const char *name)
     return o;
 }
 
+RL_API_WATCHED
 int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen)
 {
+    RL_API_ENTRY();
     json_t *root = json_object(), *evs = json_array();
     char buf[32];
     for (int r = 0; r < t->nranks; r++) {
@@ -390,8 +415,10 @@ static int get_num(json_t *o, const char *key, double *out)
 
 #define BAD(...) do { snprintf(err, (size_t)errlen, __VA_ARGS__); goto fail; } while (0)
 
+RL_API_WATCHED
 rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
 {
+    RL_API_ENTRY();
     json_error_t je;
     rl_trace *t = NULL;
     json_t *root = json_load_file(path, 0, &je);
@@ -603,8 +630,10 @@ static void put_str(pack_buf *b, const char *s)
     put(b, s, (size_t)n);
 }
 
+RL_API_WATCHED
 void *rl_trace_pack(const rl_trace *t, size_t *len)
 {
+    RL_API_ENTRY();
     pack_buf b = { 0 };
     put_u64(&b, PACK_MAGIC);
     put_u64(&b, (uint64_t)t->nranks);
@@ -677,8 +706,10 @@ static char *take_str(pack_buf *b)
     return s;
 }
 
+RL_API_WATCHED
 rl_trace *rl_trace_unpack(const void *bytes, size_t len, char *err, int errlen)
 {
+    RL_API_ENTRY();
     pack_buf b = { (unsigned char *)bytes, 0, len, 0 };
     rl_trace *t = NULL;
     const char *why = "it ends early";

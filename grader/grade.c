@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "apiwatch.h"
+#include "rules.h"
 #include "sandbox.h"
 
 /* The runner's own bookkeeping (one grading run per process; a test's child inherits it). */
@@ -558,6 +560,48 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return flag == FTW_DP ? rmdir(path) : unlink(path);
 }
 
+/* In the child: notes in the record a watched runtime function the code under test called
+ * (apiwatch.h), once. */
+static void note_api_call(const char *fn)
+{
+    uint32_t n = __atomic_load_n(&rec->nnoted, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < REC_MAXNOTED; i++)
+        if (!strncmp(rec->noted[i], fn, sizeof rec->noted[i]))
+            return;
+    uint32_t k = __atomic_fetch_add(&rec->nnoted, 1, __ATOMIC_ACQ_REL);
+    if (k < REC_MAXNOTED)
+        snprintf(rec->noted[k], sizeof rec->noted[k], "%s", fn);
+}
+
+extern const char rl_grade_rules_text[]; /* the lab's rules, built in (the Makefile: gen/rules-LAB.c) */
+
+/* In the judge, after the test passed: fails it when the code under test called, at run time, a
+ * runtime function that a rule denies to a function of the test's step (or to every function). */
+static void check_api_calls(const rl_grade_test *t)
+{
+    rl_rules rs = { 0 };
+    FILE *f = fmemopen((void *)rl_grade_rules_text, strlen(rl_grade_rules_text), "r");
+    if (!f || rl_rules_read(f, "the lab's rules", &rs))
+        rl_grade_fail(__FILE__, __LINE__, "grader bug: its rules (grader/allow/) do not read");
+    fclose(f);
+    uint32_t n = rec->nnoted < REC_MAXNOTED ? rec->nnoted : REC_MAXNOTED;
+    for (uint32_t i = 0; i < n; i++) {
+        char fn[sizeof rec->noted[0]];
+        snprintf(fn, sizeof fn, "%.*s", (int)sizeof fn - 1, rec->noted[i]);
+        const rl_rule *r = fn[0] ? rl_rules_find(&rs, 'n', NULL, fn) : NULL;
+        const char *who = "a lab file";
+        for (int k = 0; k < rs.n && fn[0] && !r; k++)
+            if (rs.r[k].kind == 'd' && !strcmp(rs.r[k].step, t->step) && (r = rl_rules_find(&rs, 'f', rs.r[k].func, fn)))
+                who = rs.r[k].func;
+        if (r)
+            rl_grade_fail(__FILE__, __LINE__, "while this test ran, the code under test called %s, which %s (step %s) may "
+                          "not use%s%s. The grader watches the runtime's functions as they are called: reaching one "
+                          "through a pointer or a helper counts too (the handout says what each step may use)",
+                          fn, who, t->step, *r->why ? ": " : "", r->why);
+    }
+    rl_rules_free(&rs);
+}
+
 /* The grading run's scratch folder (each test's child works in a folder of its own below it). */
 static char scratch_base[512];
 
@@ -579,6 +623,7 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
     struct rlimit fsz = { (rlim_t)64 << 20, (rlim_t)64 << 20 }; /* what it may write: 64 MiB */
     setrlimit(RLIMIT_FSIZE, &fsz);
     learner_text(PROT_READ | PROT_EXEC);
+    rl_api_watch(__start_rl_learner_text, (const void *)rl_learner_text_end, note_api_call);
     char err[256];
     int no_files = 0;
     if (chdir(dir) || rl_sandbox_enter(".", &no_files, err, sizeof err))
@@ -604,6 +649,8 @@ static void judge_main(const rl_grade_test *t, FILE *cap, int fd)
         mprotect(rec, REC_CAP, PROT_READ);
     }
     (*t->fn)->fn(0);
+    if (rec)
+        check_api_calls(t);
     finish(1, NULL);
 }
 

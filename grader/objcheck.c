@@ -17,31 +17,14 @@
  *  - in the lab file's own lines (LAB.i): inline assembly (raw system calls), builtins that read
  *    or move the stack or jump out of a function, attributes that place code elsewhere or
  *    change how it is built (section, constructor, alias, weak, optimize, target ...), pragmas.
- * Rules files: `#` starts a comment (after a rule: the reason shown with a refusal);
- *   define NAME STEP         a function of the lab's API (the only globals allowed)
- *   allow PATTERN ...        symbols every function may reference (PATTERN: a name or a prefix*)
- *   deny PATTERN ...         symbols no function may reference (beats allow)
- *   deny FUNC: PATTERN ...   symbols FUNC may not reach
+ * The rules: rules.h.
  * Exit status 0 when the object passes, 1 when it is refused, 2 on bad usage or input. */
 #include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct rule {
-    int kind;             /* 'd' define, 'a' allow, 'n' deny (everywhere), 'f' deny for one function */
-    char *func;           /* 'f': the function; 'd': the name */
-    char *step;           /* 'd': the step */
-    char **pats;
-    int npats;
-    char *why;            /* the rule's comment, or "" */
-} rule;
-
-typedef struct rules {
-    rule *r;
-    int n, cap;
-} rules;
+#include "rules.h"
 
 typedef struct obj {
     unsigned char *bytes;
@@ -71,112 +54,6 @@ static void refuse(const char *src, const char *fmt, ...)
     printf("\n");
     va_end(ap);
     problems++;
-}
-
-static char *dup_str(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    memcpy(d, s, n);
-    d[n] = 0;
-    return d;
-}
-
-/* 1 when name matches pat (a name, or a prefix ending in '*'). */
-static int match(const char *pat, const char *name)
-{
-    size_t n = strlen(pat);
-    if (n && pat[n - 1] == '*')
-        return strncmp(pat, name, n - 1) == 0;
-    return strcmp(pat, name) == 0;
-}
-
-/* Reads one rules file; returns 0 or -1 (a message printed). */
-static int read_rules(const char *path, rules *rs)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "objcheck: cannot read the rules file %s\n", path);
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0, rc = 0;
-    while (getline(&line, &cap, f) > 0) {
-        lineno++;
-        char *hash = strchr(line, '#'), *why = "";
-        if (hash) {
-            *hash = 0;
-            why = hash + 1;
-            while (*why == ' ')
-                why++;
-            why[strcspn(why, "\n")] = 0;
-        }
-        char *save = NULL, *w = strtok_r(line, " \t\n", &save);
-        if (!w)
-            continue;
-        rule r = { 0 };
-        r.why = dup_str(why, strlen(why));
-        if (strcmp(w, "define") == 0) {
-            char *name = strtok_r(NULL, " \t\n", &save), *step = strtok_r(NULL, " \t\n", &save);
-            if (!name || !step) {
-                fprintf(stderr, "objcheck: %s:%d: define needs a name and a step\n", path, lineno);
-                free(r.why);
-                rc = -1;
-                break;
-            }
-            r.kind = 'd';
-            r.func = dup_str(name, strlen(name));
-            r.step = dup_str(step, strlen(step));
-        } else if (strcmp(w, "allow") == 0 || strcmp(w, "deny") == 0) {
-            r.kind = w[0] == 'a' ? 'a' : 'n';
-            for (char *p; (p = strtok_r(NULL, " \t\n", &save));) {
-                size_t n = strlen(p);
-                if (r.kind == 'n' && r.npats == 0 && !r.func && n > 1 && p[n - 1] == ':') {
-                    r.kind = 'f';
-                    r.func = dup_str(p, n - 1);
-                    continue;
-                }
-                r.pats = realloc(r.pats, (size_t)(r.npats + 1) * sizeof *r.pats);
-                r.pats[r.npats++] = dup_str(p, n);
-            }
-        } else {
-            fprintf(stderr, "objcheck: %s:%d: unknown rule '%s' (define, allow, deny)\n", path, lineno, w);
-            free(r.why);
-            rc = -1;
-            break;
-        }
-        if (rs->n == rs->cap) {
-            rs->cap = rs->cap ? 2 * rs->cap : 32;
-            rs->r = realloc(rs->r, (size_t)rs->cap * sizeof *rs->r);
-        }
-        rs->r[rs->n++] = r;
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
-/* The define rule of name, or NULL. */
-static const rule *defined_as(const rules *rs, const char *name)
-{
-    for (int i = 0; i < rs->n; i++)
-        if (rs->r[i].kind == 'd' && strcmp(rs->r[i].func, name) == 0)
-            return &rs->r[i];
-    return NULL;
-}
-
-/* The first rule of kind (and function, for 'f') with a pattern matching name, or NULL. */
-static const rule *find_rule(const rules *rs, int kind, const char *func, const char *name)
-{
-    for (int i = 0; i < rs->n; i++) {
-        const rule *r = &rs->r[i];
-        if (r->kind != kind || (kind == 'f' && strcmp(r->func, func) != 0))
-            continue;
-        for (int k = 0; k < r->npats; k++)
-            if (match(r->pats[k], name))
-                return r;
-    }
-    return NULL;
 }
 
 /* Loads and validates an ELF64 relocatable object; returns 0 or -1 (a message printed). */
@@ -295,9 +172,9 @@ static void reach(const obj *o, int s, char *seen)
 }
 
 /* The step named for function f ("" when it is not an API function). */
-static const char *step_of(const rules *rs, const char *f)
+static const char *step_of(const rl_rules *rs, const char *f)
 {
-    const rule *d = defined_as(rs, f);
+    const rl_rule *d = rl_rules_define(rs, f);
     return d ? d->step : "";
 }
 
@@ -417,27 +294,14 @@ static void free_obj(obj *o)
     free(o->bytes);
 }
 
-static void free_rules(rules *rs)
-{
-    for (int i = 0; i < rs->n; i++) {
-        for (int k = 0; k < rs->r[i].npats; k++)
-            free(rs->r[i].pats[k]);
-        free(rs->r[i].pats);
-        free(rs->r[i].func);
-        free(rs->r[i].step);
-        free(rs->r[i].why);
-    }
-    free(rs->r);
-}
-
 int main(int argc, char **argv)
 {
-    rules rs = { 0 };
+    rl_rules rs = { 0 };
     const char *src = NULL, *ipath = NULL, *opath = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rules") == 0 && i + 1 < argc) {
-            if (read_rules(argv[++i], &rs)) {
-                free_rules(&rs);
+            if (rl_rules_read_file(argv[++i], &rs)) {
+                rl_rules_free(&rs);
                 return 2;
             }
         } else if (strcmp(argv[i], "--source") == 0 && i + 1 < argc) {
@@ -454,13 +318,13 @@ int main(int argc, char **argv)
     if (!opath || !src) {
         fprintf(stderr, "usage: objcheck --rules FILE [--rules FILE ...] --source LAB.c [--preprocessed LAB.i] "
                         "LAB.o\n");
-        free_rules(&rs);
+        rl_rules_free(&rs);
         return 2;
     }
     obj o = { 0 };
     if (load(opath, &o)) {
         free_obj(&o);
-        free_rules(&rs);
+        rl_rules_free(&rs);
         return 2;
     }
     if (ipath)
@@ -487,7 +351,7 @@ int main(int argc, char **argv)
             refuse(src, "%s is an indirect function (ifunc): its resolver would run while the grader loads", n);
         if (s->st_shndx == SHN_UNDEF || bind == STB_LOCAL || !*n)
             continue;
-        const rule *d = defined_as(&rs, n);
+        const rl_rule *d = rl_rules_define(&rs, n);
         if (!d)
             refuse(src, "defines the global symbol %s, which is not one of the lab's functions: make it static "
                    "(a global of that name would replace the library's or the grader's own for the whole grader)",
@@ -502,7 +366,7 @@ int main(int argc, char **argv)
         const char *n = sym_name(&o, i);
         if (o.sym[i].st_shndx != SHN_UNDEF || !*n)
             continue;
-        const rule *deny = find_rule(&rs, 'n', NULL, n), *allow = find_rule(&rs, 'a', NULL, n);
+        const rl_rule *deny = rl_rules_find(&rs, 'n', NULL, n), *allow = rl_rules_find(&rs, 'a', NULL, n);
         if (deny || !allow) {
             char users[512] = "";
             for (int s = 1; s < o.nsh; s++)
@@ -529,7 +393,7 @@ int main(int argc, char **argv)
         const Elf64_Sym *s = &o.sym[i];
         const char *f = sym_name(&o, i);
         if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_shndx >= o.nsh ||
-            !defined_as(&rs, f))
+            !rl_rules_define(&rs, f))
             continue;
         memset(seen, 0, (size_t)o.nsh);
         reach(&o, s->st_shndx, seen);
@@ -538,7 +402,7 @@ int main(int argc, char **argv)
                 continue;
             for (int k = 0; k < o.nedges_und[sec]; k++) {
                 const char *n = o.edges_und[sec][k];
-                const rule *r = find_rule(&rs, 'f', f, n);
+                const rl_rule *r = rl_rules_find(&rs, 'f', f, n);
                 if (!r)
                     continue;
                 refuse(src, "%s (step %s) may not use %s%s%s%s%s", f, step_of(&rs, f), n,
@@ -551,7 +415,7 @@ int main(int argc, char **argv)
     }
     free(seen);
     free_obj(&o);
-    free_rules(&rs);
+    rl_rules_free(&rs);
     if (problems) {
         printf("objcheck: %s: %d problem%s; the grader links only lab files that pass this check (the rules: "
                "grader/allow/)\n", src, problems, problems == 1 ? "" : "s");

@@ -2,7 +2,8 @@
  * (grader/objcheck.c, rules in grader/allow/), compiled with gcc and with clang: every
  * attack in grader/tests/attacks/NN_name/ (one .c file each) is refused with the reason its header names
  * ("refused: ..."), the skeletons, the reference solutions and every correct variant pass,
- * and bad input is an error, not a pass. */
+ * and bad input is an error, not a pass. And every runtime function a rule denies is watched
+ * at run time (common/apiwatch.h), so the judge sees it called through a pointer too. */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -160,6 +161,90 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* 1 when name matches a deny pattern of grader/allow/ (a name, or a prefix ending in '*'). */
+static int denied(char **pats, int npats, const char *name)
+{
+    for (int i = 0; i < npats; i++) {
+        size_t n = strlen(pats[i]);
+        if (pats[i][n - 1] == '*' ? !strncmp(pats[i], name, n - 1) : !strcmp(pats[i], name))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when src defines name as a watched function: RL_API_WATCHED on the line before its
+ * definition and RL_API_ENTRY(); first in its body. */
+static int watched_in(const char *src, const char *name)
+{
+    char pat[160];
+    snprintf(pat, sizeof pat, "%s(", name);
+    for (const char *p = src; (p = strstr(p, pat)); p++) {
+        const char *bol = p;
+        while (bol > src && bol[-1] != '\n')
+            bol--;
+        if (bol == src || *bol == ' ' || *bol == '\t' || *bol == '#' || (p > bol && p[-1] != ' ' && p[-1] != '*'))
+            continue; /* not a definition at the start of a line */
+        const char *prev = bol - 1;
+        while (prev > src && prev[-1] != '\n')
+            prev--;
+        const char *brace = strchr(p, '{'), *semi = strchr(p, ';');
+        if (!brace || (semi && semi < brace))
+            continue; /* a declaration or a call */
+        if (strncmp(prev, "RL_API_WATCHED\n", 15) || strncmp(brace + 1 + strspn(brace + 1, " \n"), "RL_API_ENTRY();", 15))
+            return 0;
+        return 1;
+    }
+    return 0;
+}
+
+START_TEST(test_denied_functions_watched)
+{
+    /* the deny patterns of every rules file */
+    char *pats[256];
+    int npats = 0;
+    const char *files[] = { "common", "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
+    for (int f = 0; f < 5; f++) {
+        char path[128], line[1024];
+        snprintf(path, sizeof path, "grader/allow/%s.txt", files[f]);
+        FILE *fp = fopen(path, "r");
+        ck_assert_ptr_nonnull(fp);
+        while (fgets(line, sizeof line, fp)) {
+            line[strcspn(line, "#")] = 0;
+            char *save, *w = strtok_r(line, " \t\n", &save);
+            if (!w || strcmp(w, "deny"))
+                continue;
+            while ((w = strtok_r(NULL, " \t\n", &save)) && npats < 256)
+                if (w[strlen(w) - 1] != ':')
+                    pats[npats++] = strdup(w);
+        }
+        fclose(fp);
+    }
+    /* every function of the runtime and the labs' support files a pattern names */
+    char cmd[512], *out;
+    snprintf(cmd, sizeof cmd, "nm -g --defined-only %s/libringlab.a %s/obj/labs/*/*_support.o | awk '$2 == \"T\" "
+             "{ print $3 }' | sort -u", rl_test_build(), rl_test_build());
+    ck_assert_int_eq(rl_test_run(cmd, &out), 0);
+    char *srcs;
+    ck_assert_int_eq(rl_test_run("cat common/*.c labs/*/*_support.c", &srcs), 0);
+    int n = 0;
+    char bad[4096] = "";
+    for (char *save, *name = strtok_r(out, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
+        if (!denied(pats, npats, name) || !strncmp(name, "rl_api_", 7)) /* (the watch itself) */
+            continue;
+        n++;
+        if (!watched_in(srcs, name) && strlen(bad) + strlen(name) + 2 < sizeof bad)
+            strcat(strcat(bad, " "), name);
+    }
+    ck_assert_msg(!bad[0], "functions a rule denies but the runtime does not watch (give each RL_API_WATCHED and "
+                  "RL_API_ENTRY(), common/apiwatch.h):%s", bad);
+    ck_assert_int_ge(n, 100);
+    free(out);
+    free(srcs);
+    for (int i = 0; i < npats; i++)
+        free(pats[i]);
+}
+END_TEST
+
 Suite *objcheck_suite(void)
 {
     Suite *s = suite_create("objcheck");
@@ -168,6 +253,7 @@ Suite *objcheck_suite(void)
     tcase_add_loop_test(t, test_attacks_refused, 0, 2);
     tcase_add_loop_test(t, test_lab_files_pass, 0, 2);
     tcase_add_test(t, test_bad_input);
+    tcase_add_test(t, test_denied_functions_watched);
     suite_add_tcase(s, t);
     return s;
 }

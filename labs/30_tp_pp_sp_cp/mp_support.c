@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apiwatch.h"
 #include "mp.h"
 #include "tui.h"
 
@@ -24,9 +25,11 @@ static rl_tensor *new2(rl_ctx *ctx, const char *name, rl_mem_cat cat, int64_t r,
     return rl_tensor_new(ctx, name, RL_F32, cat, 2, s, dims);
 }
 
+RL_API_WATCHED
 int mp_dense_mlp(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *w1, const rl_tensor *b1, const rl_tensor *w2,
                  const rl_tensor *b2, rl_tensor *y)
 {
+    RL_API_ENTRY();
     int64_t h = w1->shape[0], f = w1->shape[1], rows = x->numel / h;
     rl_tensor *a = new2(ctx, "dense_pre", RL_MEM_ACTIVATION, rows, f, "rows,4h");
     rl_tensor *g = new2(ctx, "dense_act", RL_MEM_ACTIVATION, rows, f, "rows,4h");
