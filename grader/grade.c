@@ -258,14 +258,19 @@ __attribute__((noreturn)) static void finish(int passed, const char *msg)
     _exit(passed ? 0 : 1);
 }
 
+/* A malloc'd vprintf (NULL when out of memory). */
+static char *str_vprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
 void rl_grade_fail(const char *file, int line, const char *fmt, ...)
 {
     (void)file, (void)line;
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        m = NULL;
+    char *m = str_vprintf(fmt, ap);
     va_end(ap);
     finish(0, m ? m : "(out of memory for the message)");
 }
@@ -454,9 +459,7 @@ static char *str_printf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = str_vprintf(fmt, ap);
     va_end(ap);
     return s;
 }

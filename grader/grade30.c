@@ -2566,64 +2566,6 @@ static void pp_produce(void *out, void *arg)
     rl_pp_schedule_free(own);
 }
 
-/* The unpipelined model on one rank (as mp_run's reference): every micro-batch through all
- * V = p·v layers, backward, gradients accumulated; dw receives V·h·h floats (virtual stage
- * order), *loss the mean loss. 0 or the error. */
-static int pp_reference(const mp_config *cfg, int v, float *dw, double *loss)
-{
-    rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
-    int V = cfg->p * v, m = cfg->m;
-    int64_t rows = cfg->pp_rows, h = cfg->h, sw[2] = { h, h }, sx[2] = { rows, h };
-    rl_tensor **w = calloc((size_t)V, sizeof *w), **g = calloc((size_t)V, sizeof *g);
-    rl_tensor **xs = calloc((size_t)V + 1, sizeof *xs), **pres = calloc((size_t)V, sizeof *pres);
-    int rc = w && g && xs && pres ? 0 : RL_ERR_NOMEM;
-    for (int i = 0; i < V && !rc; i++) {
-        w[i] = rl_tensor_new(ctx, "w", RL_F32, RL_MEM_PARAM, 2, sw, "h,h");
-        g[i] = rl_tensor_new(ctx, "g", RL_F32, RL_MEM_GRAD, 2, sw, "h,h");
-        pres[i] = rl_tensor_new(ctx, "pre", RL_F32, RL_MEM_ACTIVATION, 2, sx, "b,h");
-        rc = w[i] && g[i] && pres[i] ? 0 : RL_ERR_NOMEM;
-        if (!rc)
-            pp_weight_init(w[i], i, cfg->seed);
-    }
-    for (int i = 0; i <= V && !rc; i++)
-        rc = (xs[i] = rl_tensor_new(ctx, "x", RL_F32, RL_MEM_ACTIVATION, 2, sx, "b,h")) ? 0 : RL_ERR_NOMEM;
-    rl_tensor *tg = rl_tensor_new(ctx, "tg", RL_F32, RL_MEM_OTHER, 2, sx, "b,h");
-    rl_tensor *d = rl_tensor_new(ctx, "d", RL_F32, RL_MEM_OTHER, 2, sx, "b,h");
-    rl_tensor *dp = rl_tensor_new(ctx, "dp", RL_F32, RL_MEM_OTHER, 2, sx, "b,h");
-    rc = rc ? rc : tg && d && dp ? 0 : RL_ERR_NOMEM;
-    *loss = 0;
-    for (int mb = 0; mb < m && !rc; mb++) {
-        pp_input(xs[0], mb, cfg->seed);
-        for (int i = 0; i < V && !rc; i++) {
-            rc = rl_matmul(ctx, xs[i], 0, w[i], 0, pres[i], 0);
-            rc = rc ? rc : rl_gelu_forward(ctx, pres[i], xs[i + 1]);
-        }
-        float l = 0;
-        pp_target(tg, mb, cfg->seed);
-        rc = rc ? rc : rl_mse_loss(ctx, xs[V], tg, 1.0f / (float)m, d, &l);
-        *loss += l / m;
-        for (int i = V - 1; i >= 0 && !rc; i--) {
-            rc = rl_gelu_backward(ctx, pres[i], d, dp);
-            rc = rc ? rc : rl_matmul_backward(ctx, xs[i], 0, w[i], 0, dp, d, 0, g[i], 1);
-        }
-    }
-    for (int i = 0; i < V && !rc; i++)
-        rc = rl_tensor_to_f32(g[i], dw + (int64_t)i * h * h, h * h);
-    for (int i = 0; i < V && w && g && pres; i++) {
-        rl_tensor_free(w[i]);
-        rl_tensor_free(g[i]);
-        rl_tensor_free(pres[i]);
-    }
-    for (int i = 0; i <= V && xs; i++)
-        rl_tensor_free(xs[i]);
-    rl_tensor_free(tg);
-    rl_tensor_free(d);
-    rl_tensor_free(dp);
-    free(w), free(g), free(xs), free(pres);
-    rl_ctx_free_standalone(ctx);
-    return rc;
-}
-
 /* One pipeline step on p stages, as mp_run's pipeline part runs it, in the child; sched: the
  * runtime's schedule (executor tests) or NULL (the learner's pp_build_schedule). The trace
  * goes to a temporary file so that a watchdog that fires leaves its flight dump beside it
@@ -2700,7 +2642,7 @@ static void pp_run(const pp_case *c, const rl_pp_schedule *sched, uint64_t seed,
         size_t n = (size_t)V * (size_t)(h * h);
         const float *dw = rl_grade_blob_get(o->dw, sizeof(float), n);
         float *ref = rl_grade_judging() ? calloc(n ? n : 1, sizeof *ref) : NULL; /* only the checks read them */
-        if (ref && !pp_reference(&cfg, v, ref, &st->pp_ref_loss)) {
+        if (ref && !mp_pp_reference(&cfg, v, ref, &st->pp_ref_loss)) {
             double worst = 0;
             for (size_t i = 0; i < n; i++) {
                 double d = fabs(dw[i] - ref[i]) / fmax(fabs(ref[i]), 1e-3);

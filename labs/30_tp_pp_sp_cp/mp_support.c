@@ -350,10 +350,10 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
     return rc;
 }
 
-/* The unpipelined model on one rank: every micro-batch through all V layers, backward,
- * gradients accumulated; dw receives V·h·h floats (virtual stage order). */
-static int pp_reference(const mp_config *cfg, int v, float *dw, double *loss)
+RL_API_WATCHED
+int mp_pp_reference(const mp_config *cfg, int v, float *dw, double *loss)
 {
+    RL_API_ENTRY();
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     int V = cfg->p * v, m = cfg->m;
     int64_t rows = cfg->pp_rows, h = cfg->h;
@@ -940,7 +940,7 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
             }
             if (!lr && !st->rc[3]) {
                 float *ref = calloc((size_t)V * cfg->h * cfg->h, sizeof(float));
-                if (ref && !pp_reference(cfg, v, ref, &st->pp_ref_loss)) {
+                if (ref && !mp_pp_reference(cfg, v, ref, &st->pp_ref_loss)) {
                     double worst = 0;
                     for (int64_t i = 0; i < (int64_t)V * cfg->h * cfg->h; i++) {
                         double d = fabs(rc.pp_dw[i] - ref[i]) / fmax(fabs(ref[i]), 1e-3);
