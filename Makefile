@@ -292,7 +292,7 @@ RESULTS        := $(BUILD)/results
 OBJCHECK_FLAGS := -std=c11 -D_GNU_SOURCE -O0 -w -fno-pic -fno-stack-protector -U_FORTIFY_SOURCE \
   -D_FORTIFY_SOURCE=0 -fno-sanitize=all -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
   -Icommon -Itui
-$(OBJCHECK): $(call obj,grader/objcheck.c grader/rules.c)
+$(OBJCHECK): $(call obj,grader/objcheck.c grader/rules.c grader/paste.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ -o $@

@@ -102,7 +102,11 @@ static int block_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
         snprintf(shapes, sizeof shapes, "q[b=%lld,sq=%lld,h=%lld] kv[sk=%lld] -> out, lse[nh=%d]", (long long)B,
                  (long long)SQ, (long long)H, (long long)SK, nh);
         double es = (double)rl_dtype_size(q->dtype);
-        rl_compute_record(ctx, "attn_block", q->dtype, 4.0 * B * SQ * SK * H,
+        int64_t pairs = 0; /* unmasked (query, key) pairs: the scores this block computed per batch row and head */
+        for (int64_t i = 0; i < SQ; i++)
+            for (int64_t j = 0; j < SK; j++)
+                pairs += !((mode == 1 && qo + i < ko + j) || (mode == 2 && qp && kp && qp[i] < kp[j]));
+        rl_compute_record(ctx, "attn_block", q->dtype, 4.0 * B * H * (double)pairs,
                           es * (q->numel + k->numel + v->numel + out->numel) + 4.0 * lse->numel, shapes, w0);
     }
     free(Q);

@@ -7,7 +7,9 @@
  * [b, sq, nh·hd]; lse [b, nh, sq] f32 (natural log of Σ_j exp(score_ij), scores scaled by
  * 1/√hd). A row with every key masked has lse = −∞ and out = 0, and merges as "nothing".
  * Ring attention on rank r: out, lse ← block(q_r, k_r, v_r); then for each K/V block
- * received around the ring: (o_b, lse_b) ← block(q_r, k_b, v_b) and merge. */
+ * received around the ring: (o_b, lse_b) ← block(q_r, k_b, v_b) and merge. A block skips the
+ * scores its mask hides, and its trace event ("attn_block") counts the FLOPs of those it
+ * computes: 4·b·h per unmasked (query, key) pair — the block's causal work, measured. */
 #ifndef RL_ATTN_BLOCKS_H
 #define RL_ATTN_BLOCKS_H
 #include <stdint.h>

@@ -14,6 +14,8 @@
  *    library's for the whole grader;
  *  - a reference to a symbol the rules do not allow, or one that a function may not reach
  *    (through its own code, the static helpers it calls and the data it points to);
+ *  - a function that is, token for token with names changed, mostly a reference function a
+ *    `reference` rule names (a grader's or the runtime's own version of the step, pasted);
  *  - in the lab file's own lines (LAB.i): inline assembly (raw system calls), builtins that read
  *    or move the stack or jump out of a function, attributes that place code elsewhere or
  *    change how it is built (section, constructor, alias, weak, optimize, target ...), pragmas.
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "paste.h"
 #include "rules.h"
 
 typedef struct obj {
@@ -281,6 +284,73 @@ static void check_source(const char *ipath, const char *src)
     fclose(f);
 }
 
+/* The whole text of a file (malloc'd), or NULL. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t k = t ? fread(t, 1, (size_t)n, f) : 0;
+    if (t)
+        t[k] = 0;
+    fclose(f);
+    return t;
+}
+
+#define PASTE_SHARE 0.85 /* a lab function holding this much of a reference's fingerprints is a paste */
+#define PASTE_MIN 15     /* references with fewer fingerprints are too short to tell */
+
+/* Refuses a lab function that holds most of a reference function's code (paste.h). */
+static void check_pastes(const rl_rules *rs, const char *src)
+{
+    char *text = read_text(src);
+    int nf = 0;
+    rl_fingerprint *fs = text ? rl_paste_functions(text, &nf) : NULL;
+    for (int i = 0; i < rs->n; i++) {
+        const rl_rule *r = &rs->r[i];
+        if (r->kind != 'r')
+            continue;
+        char *rtext = read_text(r->func);
+        if (!rtext) {
+            fprintf(stderr, "objcheck: cannot read %s (a reference rule's file)\n", r->func);
+            problems++;
+            continue;
+        }
+        int nr = 0;
+        rl_fingerprint *rf = rl_paste_functions(rtext, &nr);
+        for (int k = 0; k < r->npats; k++) {
+            const rl_fingerprint *ref = NULL;
+            for (int j = 0; j < nr && !ref; j++)
+                if (!strcmp(rf[j].name, r->pats[k]))
+                    ref = &rf[j];
+            if (!ref) {
+                fprintf(stderr, "objcheck: %s defines no %s (a reference rule)\n", r->func, r->pats[k]);
+                problems++;
+                continue;
+            }
+            for (int j = 0; j < nf && ref->n >= PASTE_MIN; j++) {
+                double share = rl_paste_share(ref, &fs[j]);
+                if (share >= PASTE_SHARE)
+                    refuse(src, "%s is %.0f%% the code of %s in %s%s%s: a step is written, not pasted (renamed "
+                           "variables and moved lines do not hide it)", fs[j].name, 100 * share, ref->name, r->func,
+                           *r->why ? ", " : "", r->why);
+            }
+        }
+        for (int j = 0; j < nr; j++)
+            rl_paste_free(&rf[j]);
+        free(rf);
+        free(rtext);
+    }
+    for (int j = 0; j < nf; j++)
+        rl_paste_free(&fs[j]);
+    free(fs);
+    free(text);
+}
+
 static void free_obj(obj *o)
 {
     for (int i = 0; o->edges_sec && i < o->nsh; i++) {
@@ -329,6 +399,7 @@ int main(int argc, char **argv)
     }
     if (ipath)
         check_source(ipath, src);
+    check_pastes(&rs, src);
 
     for (int i = 1; i < o.nsh; i++) {
         const char *n = sec_name(&o, i);

@@ -62,8 +62,23 @@ int rl_rules_read(FILE *f, const char *name, rl_rules *rs)
                 r.pats = realloc(r.pats, (size_t)(r.npats + 1) * sizeof *r.pats);
                 r.pats[r.npats++] = dup_str(p, n);
             }
+        } else if (strcmp(w, "reference") == 0) {
+            char *file = strtok_r(NULL, " \t\n", &save);
+            r.kind = 'r';
+            r.func = file ? dup_str(file, strlen(file)) : NULL;
+            for (char *p; (p = strtok_r(NULL, " \t\n", &save));) {
+                r.pats = realloc(r.pats, (size_t)(r.npats + 1) * sizeof *r.pats);
+                r.pats[r.npats++] = dup_str(p, strlen(p));
+            }
+            if (!r.func || !r.npats) {
+                fprintf(stderr, "rules: %s:%d: reference needs a file and at least one function\n", name, lineno);
+                free(r.why);
+                free(r.func);
+                rc = -1;
+                break;
+            }
         } else {
-            fprintf(stderr, "rules: %s:%d: unknown rule '%s' (define, allow, deny)\n", name, lineno, w);
+            fprintf(stderr, "rules: %s:%d: unknown rule '%s' (define, allow, deny, reference)\n", name, lineno, w);
             free(r.why);
             rc = -1;
             break;

@@ -5,14 +5,16 @@
  *   define NAME STEP         a function of the lab's API (the only globals allowed)
  *   allow PATTERN ...        symbols every function may reference (PATTERN: a name or a prefix*)
  *   deny PATTERN ...         symbols no function may reference (beats allow)
- *   deny FUNC: PATTERN ...   symbols FUNC may not reach */
+ *   deny FUNC: PATTERN ...   symbols FUNC may not reach
+ *   reference FILE NAME ...  functions of FILE (grader or runtime code) a lab file may not paste */
 #ifndef RL_RULES_H
 #define RL_RULES_H
 #include <stdio.h>
 
 typedef struct rl_rule {
-    int kind;             /* 'd' define, 'a' allow, 'n' deny (everywhere), 'f' deny for one function */
-    char *func;           /* 'f': the function; 'd': the name */
+    int kind;             /* 'd' define, 'a' allow, 'n' deny (everywhere), 'f' deny for one function,
+                             'r' reference */
+    char *func;           /* 'f': the function; 'd': the name; 'r': the file */
     char *step;           /* 'd': the step */
     char **pats;
     int npats;

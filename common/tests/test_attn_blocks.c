@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "attn_blocks.h"
+#include "launch.h"
 #include "ops.h"
 #include "testutil.h"
 
@@ -181,6 +182,49 @@ START_TEST(test_zigzag_balance)
 }
 END_TEST
 
+/* Positions of a masked block: queries 2..5 against keys 0,3,4,7 (some pairs masked). */
+static const int64_t blk_q[4] = { 2, 3, 4, 5 }, blk_k[4] = { 0, 3, 4, 7 };
+
+static int block_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    rl_tensor *q = t3(ctx, "q", 4), *k = t3(ctx, "k", 4), *v = t3(ctx, "v", 4), *out = t3(ctx, "out", 4);
+    int64_t ls[] = { B, NH, 4 };
+    rl_tensor *lse = rl_tensor_new(ctx, "lse", RL_F32, RL_MEM_ACTIVATION, 3, ls, NULL);
+    fill(q, 4), fill(k, 5), fill(v, 6);
+    int rc = rl_attn_block_forward_pos(ctx, q, k, v, NH, blk_q, blk_k, out, lse);      /* the positions' mask */
+    rc = rc ? rc : rl_attn_block_forward(ctx, q, k, v, NH, 1, 10, 12, out, lse);      /* offsets: i + 10 >= j + 12 */
+    rc = rc ? rc : rl_attn_block_forward_pos(ctx, q, k, v, NH, NULL, NULL, out, lse); /* no mask */
+    rl_tensor_free(q), rl_tensor_free(k), rl_tensor_free(v), rl_tensor_free(out), rl_tensor_free(lse);
+    return rc;
+}
+
+/* A block's trace event counts the FLOPs of the scores it computes: 4·b·h per unmasked pair. */
+START_TEST(test_block_flops_count_unmasked)
+{
+    rl_opts o;
+    rl_opts_init(&o);
+    o.ranks = 1;
+    o.quiet = 1;
+    rl_trace *tr = NULL;
+    ck_assert_int_eq(rl_launch(&o, block_rank, NULL, &tr), 0);
+    int64_t q_off[4] = { 10, 11, 12, 13 }, k_off[4] = { 12, 13, 14, 15 };
+    double want[3] = { 4.0 * B * W * (double)rl_cp_causal_work(blk_q, 4, blk_k, 4),
+                       4.0 * B * W * (double)rl_cp_causal_work(q_off, 4, k_off, 4), 4.0 * B * W * 16 };
+    int n = 0;
+    for (size_t i = 0; i < tr->n; i++)
+        if (!strcmp(tr->ev[i].name, "attn_block")) {
+            ck_assert_int_lt(n, 3);
+            ck_assert_msg(fabs(tr->ev[i].flops - want[n]) < 0.5, "block %d: %g FLOPs, expected %g", n, tr->ev[i].flops,
+                          want[n]);
+            n++;
+        }
+    ck_assert_int_eq(n, 3);
+    ck_assert(want[0] < want[2] && want[1] < want[2]);
+    rl_trace_free(tr);
+}
+END_TEST
+
 Suite *attn_blocks_suite(void)
 {
     Suite *s = suite_create("attn_blocks");
@@ -189,6 +233,7 @@ Suite *attn_blocks_suite(void)
     tcase_add_test(tc, test_ring_equals_full_attention);
     tcase_add_test(tc, test_merge_rule);
     tcase_add_test(tc, test_zigzag_balance);
+    tcase_add_test(tc, test_block_flops_count_unmasked);
     suite_add_tcase(s, tc);
     return s;
 }
