@@ -147,7 +147,7 @@ typedef struct rec_head {
     uint64_t used;                        /* bytes in use from the head on (grows atomically) */
     uint32_t nblocks;                     /* finished runs */
     uint32_t done;                        /* 1: the test function returned or failed a check */
-    uint32_t passed;                      /* the child's own checks (the judge decides) */
+    uint32_t passed;                      /* 0: the child failed (a full record, an impossible run ...) */
     uint32_t nnoted;                      /* entries of noted */
     uint64_t msg_off, msg_len;            /* the child's failure message */
     uint64_t block_off[REC_MAXBLOCKS];
@@ -275,9 +275,7 @@ void rl_grade_fail(const char *file, int line, const char *fmt, ...)
     finish(0, m ? m : "(out of memory for the message)");
 }
 
-static int child_checks;                  /* 1: this lab's child decides (rl_grade_lab.child_verdict) */
-
-int rl_grade_checks(void) { return role != ROLE_CHILD || child_checks; }
+int rl_grade_checks(void) { return role != ROLE_CHILD; }
 
 int rl_grade_judging(void) { return rl_grade_checks(); }
 
@@ -703,7 +701,7 @@ static int run_judge(const rl_grade_test *t, double limit, char **reason, char *
 }
 
 /* Runs one test: the child (unless the test runs no code under test), then the judge. */
-static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, int index, double scale, outcome *o)
+static void run_one(const rl_grade_test *t, int index, double scale, outcome *o)
 {
     memset(o, 0, sizeof *o);
     double limit = t->limit_s * scale;
@@ -739,26 +737,20 @@ static void run_one(const rl_grade_lab *lab, const rl_grade_test *t, int index, 
         child_ok = report == NULL;
         nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
-    if (lab->child_verdict && !(t->flags & RL_GRADE_NO_CHILD)) {
-        o->passed = child_ok;
-        o->reason = report;
-        report = NULL;
-    } else {
-        child_report = report;
-        char *jout = NULL, *why = NULL;
-        double js = 0;
-        int judged = run_judge(t, limit, &why, &jout, &js);
-        o->seconds += js;
-        if (!o->output) {
-            o->output = jout ? jout : calloc(1, 1);
-            jout = NULL;
-        }
-        free(jout);
-        o->passed = judged && child_ok;
-        o->reason = judged ? (report ? strdup(report) : NULL) : why;
-        if (judged)
-            free(why);
+    child_report = report;
+    char *jout = NULL, *why = NULL;
+    double js = 0;
+    int judged = run_judge(t, limit, &why, &jout, &js);
+    o->seconds += js;
+    if (!o->output) {
+        o->output = jout ? jout : calloc(1, 1);
+        jout = NULL;
     }
+    free(jout);
+    o->passed = judged && child_ok;
+    o->reason = judged ? (report ? strdup(report) : NULL) : why;
+    if (judged)
+        free(why);
 out:
     free(report);
     child_report = NULL;
@@ -959,7 +951,6 @@ static uint64_t fresh_seed(void)
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
     learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
-    child_checks = lab->child_verdict;
     const char *steps[32];
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL, *zero_path = NULL, *zero_reason = NULL;
@@ -1101,7 +1092,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
                 continue;
             any = 1;
             outcome *o = &res[i];
-            run_one(lab, t, i, scale, o);
+            run_one(t, i, scale, o);
             int pts = o->passed ? t->points : 0;
             got += pts;
             of += t->points;

@@ -74,7 +74,6 @@ typedef struct rl_grade_lab {
     int nsteps;
     const rl_grade_test *tests;
     int ntests;
-    int child_verdict;           /* 1: tests not yet written for the judge — the child's own checks decide */
 } rl_grade_lab;
 
 /* Runs a lab grader's command line; returns the process exit status. */
@@ -101,11 +100,11 @@ void rl_grade_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------------ failing a test
  * Check's assertion macros, redefined: a failed check ends the test's process with its
- * message (the judge's verdict). The child of a lab whose tests the judge decides makes no
- * checks at all — it only records, and carries on past what would fail — so work that only
- * feeds checks (references) may be skipped there (rl_grade_judging). */
+ * message (the judge's verdict). The child makes no checks at all — it only records, and
+ * carries on past what would fail — so work that only feeds checks (references) may be
+ * skipped there (rl_grade_judging). */
 __attribute__((noreturn, format(printf, 3, 4))) void rl_grade_fail(const char *file, int line, const char *fmt, ...);
-/* 0 in the child of a lab the judge decides (its checks count for nothing), else 1. */
+/* 0 in the child (its checks count for nothing), else 1. */
 int rl_grade_checks(void);
 #undef ck_assert
 #undef ck_assert_msg

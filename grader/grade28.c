@@ -3218,7 +3218,6 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "28", "DDP: data parallelism and bucket overlap", "labs/28_ddp/README.md", "labs/28_ddp/answers.txt",
         steps28, (int)(sizeof steps28 / sizeof steps28[0]), tests28, (int)(sizeof tests28 / sizeof tests28[0]),
-        0, /* the judge decides */
     };
     return rl_grade_main(&lab, argc, argv);
 }

@@ -2786,7 +2786,6 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "29", "ZeRO-1/2/3 and FSDP", "labs/29_zero_fsdp/README.md", "labs/29_zero_fsdp/answers.txt",
         steps29, (int)(sizeof steps29 / sizeof steps29[0]), tests29, (int)(sizeof tests29 / sizeof tests29[0]),
-        0, /* the judge decides */
     };
     return rl_grade_main(&lab, argc, argv);
 }

@@ -4218,7 +4218,6 @@ int main(int argc, char **argv)
         "31", "3D parallelism, MoE and failure debugging", "labs/31_3d_moe_debug/README.md",
         "labs/31_3d_moe_debug/answers.txt", steps31, (int)(sizeof steps31 / sizeof steps31[0]), tests31,
         (int)(sizeof tests31 / sizeof tests31[0]),
-        0, /* the judge decides */
     };
     return rl_grade_main(&lab, argc, argv);
 }
