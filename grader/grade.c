@@ -621,8 +621,9 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
     int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         signal(sigs[i], on_fatal_signal);
-    struct rlimit fsz = { (rlim_t)64 << 20, (rlim_t)64 << 20 }; /* what it may write: 64 MiB */
-    setrlimit(RLIMIT_FSIZE, &fsz);
+    struct rlimit fsz = { (rlim_t)64 << 20, (rlim_t)64 << 20 }, nproc = { 1024, 1024 };
+    setrlimit(RLIMIT_FSIZE, &fsz);  /* what it may write: 64 MiB */
+    setrlimit(RLIMIT_NPROC, &nproc); /* threads (a user that is not root: the autograder's) */
     learner_text(PROT_READ | PROT_EXEC);
     rl_api_watch(__start_rl_learner_text, (const void *)rl_learner_text_end, note_api_call);
     char err[256];

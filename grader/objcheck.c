@@ -6,6 +6,7 @@
  * -fdata-sections, no stack protector, no fortify, no sanitizers: see the Makefile), so that
  * every function and object sits in a section of its own. The object is refused, with one
  * line per problem naming the symbol, the function and the step, when it has:
+ *  - writable data of its own (static or global variables: .data, .bss, .tdata, .tbss);
  *  - a section other than code, read-only data, data, bss, notes, debug info and their
  *    relocations — constructors and destructors (.init_array, .fini_array, .preinit_array,
  *    .ctors, .dtors) run outside the graded functions;
@@ -407,6 +408,11 @@ int main(int argc, char **argv)
             has_prefix(n, ".ctors") || has_prefix(n, ".dtors") || !strcmp(n, ".init") || !strcmp(n, ".fini"))
             refuse(src, "section %s: a constructor or destructor runs before or after the graded functions — "
                    "remove it (no __attribute__((constructor)) or ((destructor)))", n);
+        else if ((has_prefix(n, ".data") || has_prefix(n, ".bss") || has_prefix(n, ".tdata") || has_prefix(n, ".tbss")) &&
+                 o.sh[i].sh_size > 0)
+            refuse(src, "%s (section %s) is a variable of the file's own: a lab file keeps no state between calls "
+                   "in static or global variables (every rank of a run is a thread of one process, so it would be "
+                   "shared by all of them) — keep it in the structures the API gives you", owner(&o, i), n);
         else if (!section_allowed(n))
             refuse(src, "section %s is not code, data or read-only data: a lab file may not place code or "
                    "data in sections of its own", n);
