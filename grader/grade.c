@@ -676,13 +676,31 @@ static int run_judge(const rl_grade_test *t, double limit, char **reason, char *
         judge_main(t, cap, fds[1]);
     }
     close(fds[1]);
-    int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out) : 0;
-    *secs = mono_now() - t0;
     rl_grade_text v = { 0 };
-    char buf[4096];
-    ssize_t k;
-    while ((k = read(fds[0], buf, sizeof buf)) > 0)
-        rl_grade_text_add(&v, "%.*s", (int)k, buf);
+    int timed_out = 0, status = 0;
+    if (pid > 0) {
+        double end = t0 + limit;
+        char buf[4096];
+        for (;;) { /* the verdict as it comes (a long message would fill the pipe), until the judge ends */
+            double left = end - mono_now();
+            struct pollfd p = { .fd = fds[0], .events = POLLIN };
+            int pr = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr == 0) {
+                timed_out = 1;
+                break;
+            }
+            ssize_t k = read(fds[0], buf, sizeof buf);
+            if (k <= 0)
+                break;
+            rl_grade_text_add(&v, "%.*s", (int)k, buf);
+        }
+        int late = 0;
+        status = wait_limited(pid, timed_out ? 0 : 5, &late);
+        timed_out |= late;
+    }
+    *secs = mono_now() - t0;
     close(fds[0]);
     *output = slurp_file(cap);
     const char *m = rl_grade_text_str(&v);
