@@ -8,6 +8,10 @@
 
 /* Every (dp, pp, cp, tp, ep) with product n (ep dividing dp), in both orders, checked
  * against the closed-form rank formula and the group properties. */
+/* Asserts only when the condition fails: the loops below check ~10^6 conditions, and each
+ * passing ck_assert is a message the test runner reads. */
+#define EXPECT(cond, ...) do { if (!(cond)) ck_abort_msg(__VA_ARGS__); } while (0)
+
 static void check_shapes_of(int n, const rl_hw *hw, int *count)
 {
     for (int tp = 1; tp <= n; tp++)
@@ -23,16 +27,16 @@ static void check_shapes_of(int n, const rl_hw *hw, int *count)
                         rl_mesh_shape s = { dp, pp, tp, cp, ep, (rl_mesh_order)order };
                         rl_mesh m;
                         char err[256];
-                        ck_assert_msg(rl_mesh_init(&m, &s, n, hw, err, sizeof err) == RL_OK, "%s", err);
+                        EXPECT(rl_mesh_init(&m, &s, n, hw, err, sizeof err) == RL_OK, "%s", err);
                         int seen[RL_MESH_MAX_RANKS] = { 0 };
                         for (int r = 0; r < n; r++) {
                             rl_mesh_coord c;
-                            ck_assert_int_eq(rl_mesh_coord_of(&m, r, &c), RL_OK);
+                            EXPECT(rl_mesh_coord_of(&m, r, &c) == RL_OK, "rank %d: no coordinates", r);
                             int want = order == 0 ? c.tp + tp * (c.cp + cp * (c.pp + pp * c.dp))
                                                   : c.tp + tp * (c.cp + cp * (c.dp + dp * c.pp));
-                            ck_assert_int_eq(want, r);
-                            ck_assert_int_eq(c.dp, c.ep + ep * c.edp);
-                            ck_assert_int_eq(rl_mesh_rank_of(&m, &c), r);
+                            EXPECT(want == r, "rank %d: coordinates give rank %d", r, want);
+                            EXPECT(c.dp == c.ep + ep * c.edp, "rank %d: dp %d != ep %d + %d x edp %d", r, c.dp, c.ep, ep, c.edp);
+                            EXPECT(rl_mesh_rank_of(&m, &c) == r, "rank %d: rank_of(coord_of) = %d", r, rl_mesh_rank_of(&m, &c));
                             seen[r]++;
                             /* group sizes, membership and consecutive TP ranks */
                             int g[RL_MESH_MAX_RANKS], idx;
@@ -42,24 +46,24 @@ static void check_shapes_of(int n, const rl_hw *hw, int *count)
                             const int sizes[] = { tp, cp, pp, dp, ep, dp / ep, dp * cp, tp * cp * pp };
                             for (int k = 0; k < 8; k++) {
                                 int gn = rl_mesh_group(&m, dims[k], r, g, &idx);
-                                ck_assert_int_eq(gn, sizes[k]);
-                                ck_assert_int_lt(idx, n / sizes[k]);
+                                EXPECT(gn == sizes[k], "rank %d, dims %d: group of %d, want %d", r, dims[k], gn, sizes[k]);
+                                EXPECT(idx < n / sizes[k], "rank %d, dims %d: group number %d of %d", r, dims[k], idx, n / sizes[k]);
                                 int mine = 0;
                                 for (int i = 0; i < gn; i++) {
                                     mine += g[i] == r;
                                     if (i)
-                                        ck_assert_int_lt(g[i - 1], g[i]);
+                                        EXPECT(g[i - 1] < g[i], "rank %d, dims %d: members not increasing", r, dims[k]);
                                     int idx2;
                                     rl_mesh_group(&m, dims[k], g[i], NULL, &idx2);
-                                    ck_assert_int_eq(idx2, idx); /* same group, same number */
+                                    EXPECT(idx2 == idx, "rank %d, dims %d: member %d has group number %d, not %d", r, dims[k], g[i], idx2, idx);
                                 }
-                                ck_assert_int_eq(mine, 1);
+                                EXPECT(mine == 1, "rank %d, dims %d: the rank is %d times in its group", r, dims[k], mine);
                             }
                             rl_mesh_group(&m, RL_MESH_TP, r, g, NULL);
-                            ck_assert_int_eq(g[tp - 1] - g[0], tp - 1); /* TP innermost: consecutive */
+                            EXPECT(g[tp - 1] - g[0] == tp - 1, "rank %d: TP group not consecutive", r); /* TP innermost */
                         }
                         for (int r = 0; r < n; r++)
-                            ck_assert_int_eq(seen[r], 1);
+                            EXPECT(seen[r] == 1, "rank %d seen %d times", r, seen[r]);
                         ++*count;
                     }
                 }
