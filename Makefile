@@ -59,6 +59,8 @@ TESTBIN  := $(BUILD)/tests/run_tests
 SUITES_H := $(BUILD)/tests/suites.gen.h
 
 .PHONY: all banner deps test test-unit test-asan help clean
+# no file a rule makes is deleted as intermediate (the variants' objects are kept for the next make)
+.SECONDARY:
 all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),)
 
 ok = $(if $(1),✓,✗)
@@ -235,13 +237,14 @@ gpu-check:
 
 # ---------------------------------------------------------------- tests
 # The whole suite: the sanitizer build first, then the normal build (its Check summary
-# is the last line).
+# is the last line). Both builds use every core (TEST_JOBS=1 builds one file at a time).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: banner
 ifneq ($(HAVE_CHECK),1)
 	@echo "make test needs Check: run 'make deps' (as root) or: apt-get install -y check" >&2; exit 1
 endif
-	$(MAKE) --no-print-directory test-asan
-	$(MAKE) --no-print-directory test-unit
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) test-asan
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) test-unit
 
 test-unit: $(RINGLAB) $(TESTBIN)
 	$(MAKE) --no-print-directory BUILD=build/fakegpu CUDA_FAKE=1 MPI=0 TEST_CHILD_ONLY=1 build/fakegpu/ringlab \
