@@ -421,6 +421,15 @@ run: $(if $(LAB),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/run),)
 	@echo "== lab $(LAB_SEL): $(if $(filter solutions,$(LAB_KIND)),reference solution solutions,your code labs)/$(LAB_SEL) =="
 	@$(BUILD)/$(LAB_KIND)/$(LAB_SEL)/run $(if $(RANKS),--ranks $(RANKS),) $(ARGS)
 
+# make hint LAB=28 STEP=28.1: the step's next hint (labs/NN_name/hints.md, one rung at a time: the
+# idea, the structure, the traps, near-code), recorded in labs/NN_name/hints-used.txt, which
+# make clean keeps and the learner submits; ALL=1 shows again the ones seen; no STEP: a summary.
+.PHONY: hint
+hint: $(RINGLAB)
+	@if [ -z "$(LAB)" ] || [ -z "$(LAB_SEL)" ]; then \
+	  echo "make hint needs LAB=NN and STEP=NN.M, e.g. make hint LAB=28 STEP=28.1 (labs: $(LAB_NAMES))" >&2; exit 2; fi
+	@$(RINGLAB) hint labs/$(LAB_SEL) $(STEP) $(if $(filter-out 0,$(ALL)),--all,)
+
 # The score comes from the results files the graders write (grader/results.c reads them),
 # never from their printed output: a lab's code may print anything.
 $(RESULTS): $(call obj,grader/results.c)
@@ -438,6 +447,7 @@ endif
 	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
 	  rm -f $(BUILD)/results-$$l.json; \
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
+	    $(if $(filter labs,$(LAB_KIND)),--hints labs/$$l/hints-used.txt $(if $(HINT_PENALTY),--hint-penalty $(HINT_PENALTY),),) \
 	    $(if $(filter-out 0,$(EXAM)),--exam,) --details $(BUILD)/grade-$$l.details.txt --json $(BUILD)/results-$$l.json \
 	    | tee $(BUILD)/grade-$$l.log || fail=1; \
 	  files="$$files $$l=$(BUILD)/results-$$l.json"; \
@@ -463,7 +473,8 @@ release:
 # course (ringlab-autograder-all.zip), or only LAB's. Each holds the release tree (ringlab/),
 # setup.sh (packages, and everything built but the learner's objects), run_autograder (one
 # submission, in exam mode, as nobody: grader/autograder/run_autograder), calibrate.sh and
-# autograder.conf (the labs, and the calibration time of this machine).
+# autograder.conf (the labs, the calibration time of this machine, and HINT_PENALTY: points off a
+# step per hint the learner was shown, 0 unless make autograder HINT_PENALTY=P).
 AUTOGRADER_DIR := $(BUILD)/autograder
 AG_RINGLAB     ?= $(RINGLAB)
 .PHONY: autograder
@@ -475,7 +486,8 @@ autograder: release $(AG_RINGLAB)
 	  stage=$(AUTOGRADER_DIR)/$$set; mkdir -p $$stage; \
 	  cp -a $(RELEASE_DIR) $$stage/ringlab; \
 	  cp grader/autograder/setup.sh grader/autograder/run_autograder grader/autograder/calibrate.sh $$stage/; \
-	  printf 'LABS="%s"\nCALIBRATION_S=%s\n' "$$([ $$set = all ] && echo $(LAB_NAMES) || echo $$set)" "$$calib" \
+	  printf 'LABS="%s"\nCALIBRATION_S=%s\nHINT_PENALTY=%s\n' "$$([ $$set = all ] && echo $(LAB_NAMES) || echo $$set)" \
+	    "$$calib" "$(or $(HINT_PENALTY),0)" \
 	    > $$stage/autograder.conf; \
 	  (cd $$stage && zip -qr ../ringlab-autograder-$$set.zip .) && rm -rf $$stage; \
 	  echo "  AUTOGRADER $(AUTOGRADER_DIR)/ringlab-autograder-$$set.zip (calibration $$calib s)"; \
@@ -489,7 +501,8 @@ help:
 	@echo "  make deps         install the Debian packages the build and tests need (as root)"
 	@echo "  make run LAB=28 [RANKS=4] [ARGS=\"--hw a100-pcie --trace run.json\"]   build and run your lab 28"
 	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
-	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/]   grade your labs (or the solutions)"
+	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/] [HINT_PENALTY=P]   grade your labs (or the solutions)"
+	@echo "  make hint LAB=28 STEP=28.1 [ALL=1]   the step's next hint, one rung at a time (recorded in labs/NN/hints-used.txt)"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
 	@echo "  make autograder [LAB=28]   Gradescope autograder zips (one per lab, one for the course): build/autograder/"

@@ -2,6 +2,7 @@
  * writes a record, then a judge that checks it (grade.h), each under the test's time limit;
  * a line per test, subtotals per step, `Score: X/Y`, Gradescope JSON; answers-file checks. */
 #include "grade.h"
+#include "hints.h"
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
@@ -29,6 +30,8 @@
 
 /* The runner's own bookkeeping (one grading run per process; a test's child inherits it). */
 static const char *answers_path;
+static rl_hints_used hints_used; /* --hints: the hints the learner was shown, per step */
+static int hint_penalty;         /* --hint-penalty: points off a step per hint shown */
 static int exam_mode; /* --exam / RL_GRADE_EXAM=1: answers only right or wrong, the seed printed last only */
 static uint64_t run_seed;
 static uint64_t test_key;        /* hash of the running test's step and title */
@@ -855,7 +858,7 @@ static int write_details(const char *path, const rl_grade_lab *lab, const rl_gra
 static void usage(const rl_grade_lab *lab, FILE *f)
 {
     fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE | --json-fd N] [--details FILE] [--answers FILE] "
-               "[--exam] [--list] [--zero-json FILE REASON] [-v]\n"
+               "[--exam] [--list] [--zero-json FILE REASON] [--hints FILE [--hint-penalty P]] [-v]\n"
                "Grades lab %s (%s); the handout is %s.\n"
                "  --step ID       grade only step ID (repeatable), e.g. --step %s\n"
                "  --seed N        the seed of the randomized cases (default RL_GRADE_SEED, else a fresh one)\n"
@@ -867,6 +870,8 @@ static void usage(const rl_grade_lab *lab, FILE *f)
                "  --exam          exam mode (also RL_GRADE_EXAM=1): an answer is only right or wrong, a failed\n"
                "                  answers test does not say which answer, and the seed is printed at the end only\n"
                "  --list          list the tests and their points\n"
+               "  --hints FILE    the hints shown to the learner (labs/NN/hints-used.txt): listed per step\n"
+               "  --hint-penalty P  P points off a step per hint shown (at most the step's points; default 0)\n"
                "  --zero-json FILE REASON   write results with every test at 0 for REASON, grade nothing\n"
                "  -v              also show what passing tests printed, and nothing shortened\n"
                "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine);\n"
@@ -880,6 +885,13 @@ static const rl_grade_step *find_step(const rl_grade_lab *lab, const char *id)
         if (strcmp(lab->steps[i].id, id) == 0)
             return &lab->steps[i];
     return NULL;
+}
+
+/* The points a step loses for the hints shown (--hint-penalty), at most the points it earned. */
+static int step_penalty(int used, int got)
+{
+    int off = used * hint_penalty;
+    return off < got ? off : got;
 }
 
 /* Writes the Gradescope results (to path, or to the open descriptor fd when path is NULL). In
@@ -906,12 +918,34 @@ static int write_json(const char *path, int fd, const rl_grade_lab *lab, const r
         json_array_append_new(tests, o);
         free(out);
     }
+    char hints[256] = "";
+    for (int s = 0; s < lab->nsteps; s++) {
+        const char *id = lab->steps[s].id;
+        int used = rl_hints_used_get(&hints_used, id), got = 0, any = 0;
+        for (int i = 0; i < nsel; i++)
+            if (!strcmp(sel[i]->step, id)) {
+                any = 1;
+                got += res[i].passed ? sel[i]->points : 0;
+            }
+        if (!any || !used)
+            continue;
+        snprintf(hints + strlen(hints), sizeof hints - strlen(hints), "%s%s=%d", hints[0] ? " " : "", id, used);
+        int off = step_penalty(used, got);
+        if (off) {
+            char name[128];
+            snprintf(name, sizeof name, "%s: %d hint%s shown (%d points off each)", id, used, used == 1 ? "" : "s",
+                     hint_penalty);
+            json_array_append_new(tests, json_pack("{s:s,s:s,s:i,s:i,s:s}", "name", name, "number", id, "score",
+                                                   -off, "max_score", 0, "visibility", "visible"));
+        }
+    }
     char summary[160];
     snprintf(summary, sizeof summary, "Lab %s: %d/%d points (seed %llu)", lab->id, score, max,
              (unsigned long long)run_seed);
     char seed[24];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)run_seed);
-    json_object_set_new(root, "extra_data", json_pack("{s:s}", "seed", seed)); /* a string: seeds are 64-bit */
+    json_object_set_new(root, "extra_data", json_pack("{s:s,s:s}", "seed", seed, /* a string: seeds are 64-bit */
+                                                      "hints_shown", hints));
     json_object_set_new(root, "score", json_integer(score));
     json_object_set_new(root, "max_score", json_integer(max));
     json_object_set_new(root, "execution_time", json_real(secs));
@@ -989,7 +1023,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers") || !strcmp(a, "--seed") ||
-              !strcmp(a, "--details") || !strcmp(a, "--json-fd")) && i + 1 >= argc) ||
+              !strcmp(a, "--details") || !strcmp(a, "--json-fd") || !strcmp(a, "--hints") ||
+              !strcmp(a, "--hint-penalty")) && i + 1 >= argc) ||
             (!strcmp(a, "--zero-json") && i + 2 >= argc)) {
             fprintf(stderr, "grade: %s needs a value\n", a);
             usage(lab, stderr);
@@ -1031,6 +1066,20 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             zero_reason = argv[++i];
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
+        } else if (!strcmp(a, "--hints")) {
+            char err[512];
+            if (rl_hints_used_load(argv[++i], &hints_used, err, sizeof err)) {
+                fprintf(stderr, "grade: %s\n", err);
+                return 2;
+            }
+        } else if (!strcmp(a, "--hint-penalty")) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 0 || v > 1000) {
+                fprintf(stderr, "grade: --hint-penalty '%s' is not a number of points (0 to 1000)\n", argv[i]);
+                return 2;
+            }
+            hint_penalty = (int)v;
         } else if (!strcmp(a, "--list")) {
             list = 1;
         } else if (!strcmp(a, "--exam")) {
@@ -1126,13 +1175,22 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             }
             fflush(stdout);
         }
-        if (any)
+        int used = rl_hints_used_get(&hints_used, st->id), off = step_penalty(used, got);
+        got -= off;
+        if (any && off)
+            printf("-- %s %s: %d/%d (%d hint%s shown: %d points off)\n", st->id, st->title, got, of, used,
+                   used == 1 ? "" : "s", off);
+        else if (any && used)
+            printf("-- %s %s: %d/%d (%d hint%s shown)\n", st->id, st->title, got, of, used, used == 1 ? "" : "s");
+        else if (any)
             printf("-- %s %s: %d/%d\n", st->id, st->title, got, of);
         score += got;
         max += of;
     }
     double secs = mono_now() - t_start;
-    int rc = score == max ? 0 : 1;
+    int rc = 0;
+    for (int i = 0; i < nsel; i++)
+        rc |= !res[i].passed;
     if (json_path || json_fd >= 0) {
         if (write_json(json_path, json_fd, lab, sel, res, nsel, score, max, secs)) {
             fprintf(stderr, "grade: could not write the results: %s\n", strerror(errno));

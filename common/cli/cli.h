@@ -11,6 +11,8 @@ int rl_cmd_bench_gemm(int argc, char **argv);
 int rl_cmd_train(int argc, char **argv);
 /* ringlab calc TOPIC — the course's cost calculators (common/calc.h). */
 int rl_cmd_calc(int argc, char **argv);
+/* ringlab hint LABDIR STEP — the next rung of a step's hint ladder (common/hints.h). */
+int rl_cmd_hint(int argc, char **argv);
 /* ringlab view FILE — replay a trace in the TUI, or render a view as text (tui/cmd_view.c). */
 int rl_cmd_view(int argc, char **argv);
 

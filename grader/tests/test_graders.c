@@ -486,6 +486,53 @@ START_TEST(test_patched_variant)
 }
 END_TEST
 
+/* make hint's record: a grade lists the hints shown per graded step and, with --hint-penalty,
+ * takes that many points off the step (at most its points), in the text and the results; a
+ * record that is not one stops the grade with a message. */
+START_TEST(test_hints_listed_and_penalised)
+{
+    char hints[64], json[64], extra[256];
+    snprintf(hints, sizeof hints, "/tmp/rl_hints_used_%d.txt", (int)getpid());
+    snprintf(json, sizeof json, "/tmp/rl_hints_json_%d.json", (int)getpid());
+    FILE *f = fopen(hints, "w");
+    fprintf(f, "# shown\n28.2 2\n28.1 3\n");
+    fclose(f);
+    grade_out g;
+    snprintf(extra, sizeof extra, "--step 28.2 --hints %s", hints);
+    run_variant("solutions/28_ddp", "solutions/28_ddp/answers.txt", extra, &g);
+    ck_assert_msg(g.status == 0 && g.score == g.max && strstr(g.text, "(2 hints shown)") && !strstr(g.text, "28.1"),
+                  "no penalty: full marks, the step's hints listed:\n%s", g.text);
+    int max = g.max;
+    free(g.text);
+    snprintf(extra, sizeof extra, "--step 28.2 --hints %s --hint-penalty 3 --json %s", hints, json);
+    run_variant("solutions/28_ddp", "solutions/28_ddp/answers.txt", extra, &g);
+    ck_assert_msg(g.status == 0 && g.score == max - 6 && strstr(g.text, "(2 hints shown: 6 points off)"),
+                  "3 points a hint: 6 off the step, every test passed (exit 0):\n%s", g.text);
+    free(g.text);
+    long len;
+    char *j = rl_test_slurp(json, &len);
+    ck_assert_msg(j && strstr(j, "\"hints_shown\": \"28.2=2\"") && strstr(j, "\"score\": -6"), "%s", j ? j : "");
+    free(j);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/results 28_ddp=%s", rl_test_build(), json);
+    run_cmd(cmd, &g);
+    char want[32];
+    snprintf(want, sizeof want, "%d/%d", max - 6, max);
+    ck_assert_msg(g.status == 0 && strstr(g.text, want), "results accepts the penalty as no failure (%s):\n%s", want,
+                  g.text);
+    free(g.text);
+    f = fopen(hints, "w");
+    fprintf(f, "28.2 -1\n");
+    fclose(f);
+    snprintf(extra, sizeof extra, "--step 28.2 --hints %s", hints);
+    run_variant("solutions/28_ddp", "solutions/28_ddp/answers.txt", extra, &g);
+    ck_assert_msg(g.status == 2 && strstr(g.text, ":1: a line is '<step> <hints shown>'"), "%s", g.text);
+    free(g.text);
+    unlink(hints);
+    unlink(json);
+}
+END_TEST
+
 /* The lab's patched copies in patched_list: [*first, *end). */
 static void lab_patched(int li, int *first, int *end)
 {
@@ -522,6 +569,7 @@ Suite *graders_suite(void)
     TCase *answers = tcase_create("answers");
     tcase_set_timeout(answers, 120 * slow);
     tcase_add_test(answers, test_answers_strict);
+    tcase_add_test(answers, test_hints_listed_and_penalised);
     suite_add_tcase(s, answers);
     return s;
 }

@@ -18,14 +18,12 @@
 
 /* ================================================================== 28.1 ring all-reduce */
 
-/* buf ← Σ over every rank of comm of buf (in place, f32 or bf16), as a ring: n−1
- * reduce-scatter steps then n−1 all-gather steps, using rl_send / rl_recv only (each step's
- * send and recv grouped with rl_group_start/end): every step sends one chunk (at most
- * ⌈count/n⌉ elements) to one neighbour and receives one from the other — either direction
- * round the ring, the same on every rank. Any count, 0 included; an empty chunk (count < n) is
- * neither sent nor received. Its one allocation is scratch of at most ⌈count/n⌉ elements at a
- * time, charged to RL_MEM_COMM; it frees everything it allocates, views included. Returns 0 or
- * an error code with a message (rl_last_error). */
+/* buf ← Σ over every rank of comm of buf (in place, f32 or bf16), as a ring all-reduce with
+ * rl_send / rl_recv only: messages only between ring neighbours (one direction, the same on
+ * every rank), each at most ⌈count/n⌉ elements and never empty, 2(n−1)/n of the buffer sent
+ * per rank, a step's messages in flight together. Any count, 0 included. At most ⌈count/n⌉
+ * elements of scratch at a time, charged to RL_MEM_COMM; everything it allocates is freed,
+ * views included. Returns 0 or an error code with a message (rl_last_error). */
 int ddp_ring_all_reduce(rl_comm *comm, rl_tensor *buf);
 
 /* ================================================================== 28.2 buckets */
@@ -111,10 +109,10 @@ void ddp_reducer_reset(ddp_reducer *r);
 /* The grad-ready hook (28.3; no_sync in 28.4): backward calls it the moment p's gradient is
  * final, arg is the ddp_reducer — in the order backward makes gradients ready, which is not
  * always reverse registration order (branches, reused modules, tied weights; it may differ
- * from rank to rank), so a bucket may be complete before an earlier one. Mark p (a second
- * mark in one backward is an error); when its bucket is complete, launch the all-reduce of
- * every complete bucket from next_bucket on, in bucket order, with RL_ASYNC, on r->comm (each
- * launch tagged RL_TAG_BUCKET b, the tag cleared right after it). */
+ * from rank to rank). On return every bucket that can be launched has been: its all-reduce
+ * on r->comm with RL_ASYNC (handle in r->work[b], tagged RL_TAG_BUCKET b while launched),
+ * one per bucket per backward, in bucket order on every rank. A second mark of p in one
+ * backward is an error. */
 int ddp_grad_ready(rl_param *p, void *arg);
 /* Before the optimizer step (28.3): wait for every bucket's all-reduce and average the
  * gradients (÷ the size of r->comm, the data-parallel group); then ddp_reducer_reset. Returns
@@ -124,22 +122,20 @@ int ddp_grad_ready(rl_param *p, void *arg);
  * that nothing is left in flight and the next backward starts afresh. */
 int ddp_finalize_backward(ddp_reducer *r);
 
-/* One DDP training step of this rank without the optimizer (28.4): zero the grads, run
- * accum_steps micro-batches of micro_batch samples each through forward and backward
- * (the first accum_steps−1 inside no_sync: require_sync = 0), all-reduce after the last,
- * and average, so the gradients equal one rank's on the global batch of
- * n × accum_steps × micro_batch samples (n = the size of r->comm). Rank r's micro-batch k of
- * step `step` is samples (r·accum_steps + k)·micro_batch .. +micro_batch−1 (rl_data_get), r
- * being its rank in r->comm. batch is the caller's reusable buffer; *loss (may be NULL) gets
- * the mean loss of this rank's samples. It returns with require_sync = 1 (out of no_sync). */
+/* One DDP training step of this rank without the optimizer (28.4): accum_steps micro-steps
+ * of micro_batch samples each, one all-reduce per bucket in all (no_sync for the others), so
+ * the gradients equal one rank's on the global batch of n × accum_steps × micro_batch samples
+ * (n = the size of r->comm; this rank's samples are its rank-major slice of the step's batch,
+ * read with rl_data_get). batch is the caller's reusable buffer; *loss (may be NULL) gets the
+ * mean loss of this rank's samples. It returns with require_sync = 1 (out of no_sync). */
 int ddp_train_step(ddp_reducer *r, rl_data *data, int64_t step, int64_t micro_batch, int accum_steps,
                    rl_batch *batch, float *loss);
 
 /* ================================================================== 28.5 α-β and scaling */
 
-/* α-β time (s) of a ring all-reduce of `bytes` over n ranks on link: 2(n−1)·α + 2(n−1)/n·S/bw. */
+/* α-β time (s) of the ring all-reduce of 28.1, of `bytes` over n ranks on link (0 for n = 1). */
 int ddp_ab_ring_all_reduce(rl_ctx *ctx, int n, double bytes, const rl_link *link, double *seconds);
-/* α-β time (s) of a tree all-reduce: 2·log2(n)·α + 2·S/bw (0 for n = 1). */
+/* α-β time (s) of a (double binary) tree all-reduce, as README.md models it (0 for n = 1). */
 int ddp_ab_tree_all_reduce(rl_ctx *ctx, int n, double bytes, const rl_link *link, double *seconds);
 
 /* What one DDP training run is. */

@@ -1,0 +1,159 @@
+/* test_hints.c — the hint ladders (common/hints.c, ringlab hint): every lab's hints.md has the
+ * four rungs per step, `ringlab hint` shows one rung at a time and records it, and the
+ * handouts and skeletons state contracts, not recipes (the recipes are the last rungs). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "hints.h"
+#include "testutil.h"
+
+/* The labs whose steps are contracts with a hint ladder, and their steps. */
+static const struct { const char *dir, *file; const char *steps[8]; } ladders[] = {
+    { "labs/28_ddp", "ddp.c", { "28.1", "28.2", "28.3", "28.4", "28.5" } },
+};
+#define NLADDERS ((int)(sizeof ladders / sizeof ladders[0]))
+
+START_TEST(test_every_step_has_four_rungs)
+{
+    char path[256], err[256];
+    snprintf(path, sizeof path, "%s/hints.md", ladders[_i].dir);
+    rl_hints h;
+    ck_assert_msg(rl_hints_load(path, &h, err, sizeof err) == 0, "%s", err);
+    int n = 0;
+    for (; ladders[_i].steps[n]; n++) {
+        const rl_hint_step *st = rl_hints_find(&h, ladders[_i].steps[n]);
+        ck_assert_msg(st, "%s: no hints for step %s", path, ladders[_i].steps[n]);
+        ck_assert_msg(st->nrungs == 4, "%s: step %s has %d rungs, not 4 (idea, structure, traps, near-code)", path,
+                      st->id, st->nrungs);
+        for (int r = 0; r < 4; r++)
+            ck_assert_msg(strlen(st->rung_text[r]) > 80, "%s: step %s, rung %d ('%s') says almost nothing", path,
+                          st->id, r + 1, st->rung_title[r]);
+        ck_assert_msg(!strstr(st->rung_text[0], "```"), "%s: step %s: the first rung (the idea) holds code", path,
+                      st->id);
+    }
+    ck_assert_int_eq(h.nsteps, n);
+    rl_hints_free(&h);
+}
+END_TEST
+
+/* Text a recipe is made of: index formulas, call sequences, the α-β formulas. None may stand in
+ * a handout's steps or a skeleton's TODOs (the hint ladder's last rungs hold them). */
+static const char *const recipe_bits[] = {
+    "mod n", "(r−s", "(r-s", "(r+1", "(r−1", "(r-1", "% n", "r+1−s", "next_bucket++", "pending[",
+    "2(n−1)·α", "2(n-1)*alpha", "log2(n)·α", "2·log₂n·α", "rl_group_start(ctx)", "for k = 0", "(k == K",
+    "rank·accum_steps + k", "(r·accum_steps", "Instructions.",
+};
+
+START_TEST(test_contracts_not_recipes)
+{
+    char path[256];
+    long len;
+    const char *files[] = { "README.md", ladders[_i].file };
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "%s/%s", ladders[_i].dir, files[f]);
+        char *text = rl_test_slurp(path, &len);
+        ck_assert_msg(text, "cannot read %s", path);
+        /* the handout's steps: from the first "## Step" to the hand derivations */
+        char *from = f == 0 ? strstr(text, "## Step") : text, *to = f == 0 ? strstr(text, "## Hand derivations") : NULL;
+        ck_assert_msg(from, "%s: no '## Step' section", path);
+        if (to)
+            *to = 0;
+        for (size_t k = 0; k < sizeof recipe_bits / sizeof recipe_bits[0]; k++) {
+            const char *hit = strstr(from, recipe_bits[k]);
+            ck_assert_msg(!hit, "%s: '%s' is a recipe (an index formula or a call sequence) — state the contract; "
+                                "recipes belong in the last rungs of hints.md:\n...%.120s", path, recipe_bits[k],
+                          hit);
+        }
+        free(text);
+    }
+}
+END_TEST
+
+/* Runs `ringlab hint ARGS` with the record in used; returns the exit status, output in out. */
+static int hint(const char *used, const char *args, char *out, size_t size)
+{
+    char a[512];
+    snprintf(a, sizeof a, "hint labs/28_ddp %s --used %s", args, used);
+    return rl_test_run_ringlab(rl_test_build(), "", a, out, size);
+}
+
+START_TEST(test_hint_one_rung_at_a_time)
+{
+    char used[64], out[16384];
+    long len;
+    snprintf(used, sizeof used, "/tmp/rl_hints_%d.txt", (int)getpid());
+    unlink(used);
+    ck_assert_int_eq(hint(used, "", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "28.1") && strstr(out, "0 / 4"), "the summary lists the steps, none seen:\n%s", out);
+    for (int k = 1; k <= 4; k++) {
+        ck_assert_int_eq(hint(used, "28.1", out, sizeof out), 0);
+        char want[64];
+        snprintf(want, sizeof want, "hint %d of 4 for step 28.1", k);
+        ck_assert_msg(strstr(out, want), "call %d: want '%s':\n%s", k, want, out);
+        snprintf(want, sizeof want, "hint %d of 4", k + 1);
+        ck_assert_msg(!strstr(out, want), "call %d showed the next rung too:\n%s", k, out);
+        char *rec = rl_test_slurp(used, &len);
+        snprintf(want, sizeof want, "\n28.1 %d\n", k);
+        ck_assert_msg(rec && strstr(rec, want), "the record after %d hints:\n%s", k, rec ? rec : "(none)");
+        free(rec);
+    }
+    /* all seen: it shows them all and records nothing more */
+    ck_assert_int_eq(hint(used, "28.1", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "every hint of step 28.1") && rl_test_count(out, "-- hint ") == 4, "%s", out);
+    /* --all reprints only what was seen, and records nothing */
+    ck_assert_int_eq(hint(used, "28.3", out, sizeof out), 0);
+    ck_assert_int_eq(hint(used, "28.3 --all", out, sizeof out), 0);
+    ck_assert_msg(rl_test_count(out, "-- hint ") == 1 && strstr(out, "hint 1 of 4 for step 28.3"), "%s", out);
+    char *rec = rl_test_slurp(used, &len);
+    ck_assert_msg(strstr(rec, "\n28.3 1\n") && strstr(rec, "\n28.1 4\n"), "%s", rec);
+    free(rec);
+    ck_assert_int_eq(hint(used, "", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "4 / 4") && strstr(out, "1 / 4"), "%s", out);
+    /* a step the lab does not have; a record that is not one */
+    ck_assert_int_eq(hint(used, "28.9", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "no hints for step '28.9'") && strstr(out, "28.5"), "%s", out);
+    FILE *f = fopen(used, "w");
+    fprintf(f, "28.1 two\n");
+    fclose(f);
+    ck_assert_int_eq(hint(used, "28.1", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, ":1: a line is '<step> <hints shown>'"), "%s", out);
+    unlink(used);
+}
+END_TEST
+
+START_TEST(test_hints_file_errors)
+{
+    char path[64], err[256];
+    snprintf(path, sizeof path, "/tmp/rl_hintsmd_%d.md", (int)getpid());
+    const char *bad[] = { "### a rung before a step\ntext\n", "## 1.1 a step\nno rungs\n", "## \nempty id\n" };
+    const char *why[] = { "before any step", "has no rungs", "'## <step id> <title>'" };
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(bad[i], f);
+        fclose(f);
+        rl_hints h;
+        ck_assert_int_eq(rl_hints_load(path, &h, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, why[i]), "case %d: %s", i, err);
+        rl_hints_free(&h);
+    }
+    rl_hints h;
+    ck_assert_int_eq(rl_hints_load("/nonexistent/hints.md", &h, err, sizeof err), -1);
+    rl_hints_free(&h);
+    unlink(path);
+}
+END_TEST
+
+Suite *hints_suite(void)
+{
+    Suite *s = suite_create("hints");
+    TCase *tc = tcase_create("hints");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_every_step_has_four_rungs, 0, NLADDERS);
+    tcase_add_loop_test(tc, test_contracts_not_recipes, 0, NLADDERS);
+    tcase_add_test(tc, test_hint_one_rung_at_a_time);
+    tcase_add_test(tc, test_hints_file_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
