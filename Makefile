@@ -436,7 +436,8 @@ $(RESULTS): $(call obj,grader/results.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
-grade: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade) $(RESULTS),)
+# (make grade builds the lab's run too, so that make run after it runs the code just graded)
+grade: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade $(BUILD)/$(LAB_KIND)/$(l)/run) $(RESULTS),)
 ifneq ($(GRADING),1)
 	@echo "grading needs Check and libseccomp: run 'make deps' (as root) or: apt-get install -y check libseccomp-dev" >&2; exit 1
 endif

@@ -231,6 +231,26 @@ static void ring_what(const ring_arg *a, int W, char *what, size_t size)
         snprintf(what + k, size - k, ")");
 }
 
+/* The communicators the judge expects from its own case: per world rank its size (0: in none)
+ * and its members in rank order (rl_comm_split: by key, then by world rank). */
+static void ring_groups(const ring_arg *a, int W, int size[MAXR], int members[MAXR][MAXR])
+{
+    for (int g = 0; g < W; g++) {
+        size[g] = 0;
+        if (a->split && a->color[g] == RL_COLOR_NONE)
+            continue;
+        for (int q = 0; q < W; q++)
+            if (!a->split || a->color[q] == a->color[g])
+                members[g][size[g]++] = q;
+        for (int i = 1; i < size[g]; i++) /* insertion sort by (key, world rank) */
+            for (int k = i; k > 0 && a->split && a->key[members[g][k - 1]] > a->key[members[g][k]]; k--) {
+                int t = members[g][k];
+                members[g][k] = members[g][k - 1];
+                members[g][k - 1] = t;
+            }
+    }
+}
+
 /* Runs the learner's ring on W ranks (split: a->color/key already set) and checks every element
  * exactly; keeps the trace in *tr when tr is not NULL. */
 static void ring_run(int W, int64_t count, rl_dtype dt, int split, int reps, ring_arg *a, const rl_hw *hw,
@@ -264,6 +284,17 @@ static void ring_run(int W, int64_t count, rl_dtype dt, int split, int reps, rin
                 res->members[g][q] = 0;
     }
     check_launch(W, res->rc, res->r, what, NULL, NULL);
+    /* who took part is the judge's to know, from its own case: the record must agree with it,
+     * and every check below uses the judge's groups */
+    int size[MAXR], members[MAXR][MAXR];
+    ring_groups(a, W, size, members);
+    for (int g = 0; g < W; g++) {
+        ck_assert_msg(res->comm_size[g] == size[g] && !memcmp(res->members[g], members[g], sizeof(int) * (size_t)size[g]),
+                      "%s on %d ranks: the run's record says rank %d's communicator has %d ranks, the case %d: the "
+                      "record of the run was changed", what, W, g, res->comm_size[g], size[g]);
+        res->comm_size[g] = size[g];
+        memcpy(res->members[g], members[g], sizeof members[g]);
+    }
     if (tr)
         *tr = rl_grade_trace(res->trace);
     for (int g = 0; g < W; g++) {

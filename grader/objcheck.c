@@ -165,6 +165,38 @@ static void build_edges(obj *o)
     }
 }
 
+/* Names a lab file may take the address of although they are not its own: the C library's
+ * streams (a function's address may be taken only of the file's own static functions). */
+static const char *const data_names[] = { "stdout", "stderr", "stdin" };
+
+/* Refuses every reference to a name outside the file that is not a call: the address of a
+ * runtime, grader or library function is the way to reach, by arithmetic on it, the code the
+ * rules deny (a called function is a PLT32 relocation; its address taken, any other kind). */
+static void check_address_taken(const obj *o, const char *src)
+{
+    for (int i = 0; i < o->nsh; i++) {
+        const Elf64_Shdr *h = &o->sh[i];
+        if (h->sh_type != SHT_RELA || h->sh_info >= (Elf64_Word)o->nsh || !h->sh_entsize ||
+            has_prefix(sec_name(o, (int)h->sh_info), ".debug"))
+            continue;
+        const Elf64_Rela *rel = (const Elf64_Rela *)(o->bytes + h->sh_offset);
+        for (size_t k = 0; k < h->sh_size / sizeof *rel; k++) {
+            int si = (int)ELF64_R_SYM(rel[k].r_info), type = (int)ELF64_R_TYPE(rel[k].r_info);
+            if (si <= 0 || si >= o->nsym || o->sym[si].st_shndx != SHN_UNDEF || type == R_X86_64_PLT32)
+                continue;
+            const char *n = sym_name(o, si);
+            int data = 0;
+            for (size_t d = 0; d < sizeof data_names / sizeof data_names[0]; d++)
+                data |= !strcmp(n, data_names[d]);
+            if (data)
+                continue;
+            refuse(src, "%s takes the address of %s (it does not call it): a lab file calls the runtime's and the C "
+                   "library's functions, and passes only its own static functions as pointers",
+                   owner(o, (int)h->sh_info), n);
+        }
+    }
+}
+
 /* Marks in seen[] every section reachable from section s. */
 static void reach(const obj *o, int s, char *seen)
 {
@@ -224,8 +256,13 @@ static const char *banned_why(const char *w, size_t n, int in_attr)
 /* Checks the lab file's own lines of the preprocessed source: no inline assembly, no builtin
  * that reads or moves the stack or jumps out of a function, no attribute that places code
  * elsewhere or changes how it is built, and no pragma. */
+/* Headers of the runtime's and the grader's insides: their structures are not the lab's API. */
+static const char *const private_headers[] = { "internal.h", "ops_internal.h", "apiwatch.h", "grade.h",
+                                               "rules.h", "sandbox.h", "paste.h" };
+
 static void check_source(const char *ipath, const char *src)
 {
+    char refused_header[sizeof private_headers / sizeof private_headers[0]] = { 0 };
     FILE *f = fopen(ipath, "r");
     if (!f) {
         fprintf(stderr, "objcheck: cannot read %s\n", ipath);
@@ -248,6 +285,12 @@ static void check_source(const char *ipath, const char *src)
                 *e = 0;
                 const char *fb = strrchr(q + 1, '/') ? strrchr(q + 1, '/') + 1 : q + 1;
                 mine = strcmp(fb, base) == 0;
+                for (size_t k = 0; k < sizeof private_headers / sizeof private_headers[0]; k++)
+                    if (!strcmp(fb, private_headers[k]) && !refused_header[k]) {
+                        refused_header[k] = 1;
+                        refuse(src, "includes %s (%s), which is the runtime's or the grader's own, not its API: a "
+                               "lab file includes only the headers its handout names", fb, q + 1);
+                    }
                 lineno = strtol(line + 1, NULL, 10) - 1;
             }
             continue;
@@ -438,6 +481,7 @@ int main(int argc, char **argv)
     }
 
     build_edges(&o);
+    check_address_taken(&o, src);
     /* every undefined name referenced, by the lab-wide rules */
     for (int i = 1; i < o.nsym; i++) {
         const char *n = sym_name(&o, i);

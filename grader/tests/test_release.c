@@ -153,6 +153,22 @@ START_TEST(test_release_builds_and_grades_zero)
                       strstr(out, "\nScore: 0/") && !strstr(out, "crashed:") && !strstr(out, "timed out"),
                   "make grade on the release's skeletons must score 0 on every lab (exit %d):\n%s", rc, out);
     free(out);
+    /* switching targets compiles nothing that did not change: make after run and grade */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
+             "MPI=0 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && !strstr(out, "  CC ") && !strstr(out, "  LINK ") && !strstr(out, "  AR "),
+                  "make after make run LAB=28 and make grade rebuilt something (exit %d):\n%s", rc, out);
+    free(out);
+    /* a hint, recorded in the lab folder and listed by the grade */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
+             "MPI=0 hint LAB=28 STEP=28.2 2>&1 && cat labs/28_ddp/hints-used.txt && env -u MAKEFLAGS -u MAKELEVEL "
+             "make --no-print-directory CUDA=0 MPI=0 grade LAB=28 STEP=28.2 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(strstr(out, "hint 1 of 4 for step 28.2") && strstr(out, "\n28.2 1\n") &&
+                      strstr(out, "(1 hint shown)") && strstr(out, "Score: 0/"),
+                  "make hint then make grade in the release (exit %d):\n%s", rc, out);
+    free(out);
     check_autograder(dir);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
