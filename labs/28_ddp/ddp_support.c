@@ -286,8 +286,9 @@ static int run_rank(rl_ctx *ctx, void *arg)
         if (!rc)
             rc = rl_model_adamw_step(opt);
         rl_step_end(ctx);
-        lg->calls1 = c.calls[RL_COLL_ALL_REDUCE];
-        lg->sent1 = c.bytes_sent;
+        const rl_comm_counters after = rl_comm_get_counters(w); /* a copy: read again after the step */
+        lg->calls1 = after.calls[RL_COLL_ALL_REDUCE];
+        lg->sent1 = after.bytes_sent;
         if (lg->loss)
             lg->loss[s] = loss;
     }
