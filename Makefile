@@ -455,10 +455,10 @@ endif
 	done; \
 	$(RESULTS) $(if $(filter %/,$(JSON)),--dir $(JSON),$(if $(JSON),--out $(JSON),)) $$files && [ $$fail = 0 ]
 # make release: the learners' tarball, build/ringlab-labs.tar.gz — the tracked files without the
-# reference solutions, the planted bugs, the correct variants, the attacks and the tests that
+# reference solutions, the interview questions' keys (grader/keys/: the autograder has them), the planted bugs, the correct variants, the attacks and the tests that
 # need them, with docs/release/README.md as its README. It builds, runs every lab and grades 0.
 RELEASE_DIR  := $(BUILD)/release/ringlab-labs
-RELEASE_SKIP := ^(solutions/|grader/tests/(bugs|variants|attacks)/|grader/tests/test_(graders|objcheck|release)\.c$$|\.ci/|docs/release/)
+RELEASE_SKIP := ^(solutions/|grader/keys/|grader/tests/(bugs|variants|attacks)/|grader/tests/test_(graders|objcheck|release)\.c$$|\.ci/|docs/release/)
 .PHONY: release
 release:
 	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make release needs a git checkout (it ships the tracked files)" >&2; exit 2; }
@@ -471,7 +471,8 @@ release:
 
 # make autograder [LAB=28]: Gradescope autograders in build/autograder/ — one zip per lab
 # (ringlab-autograder-28_ddp.zip ...; assignments open on different dates) and one for the whole
-# course (ringlab-autograder-all.zip), or only LAB's. Each holds the release tree (ringlab/),
+# course (ringlab-autograder-all.zip), or only LAB's. Each holds the release tree (ringlab/) with the
+# interview questions' keys (grader/keys/),
 # setup.sh (packages, and everything built but the learner's objects), run_autograder (one
 # submission, in exam mode, as nobody: grader/autograder/run_autograder), calibrate.sh and
 # autograder.conf (the labs, the calibration time of this machine, and HINT_PENALTY: points off a
@@ -485,7 +486,7 @@ autograder: release $(AG_RINGLAB)
 	@calib=$$(bash grader/autograder/calibrate.sh $(AG_RINGLAB)); \
 	for set in $(if $(LAB),$(LAB_SEL),$(LAB_NAMES) all); do \
 	  stage=$(AUTOGRADER_DIR)/$$set; mkdir -p $$stage; \
-	  cp -a $(RELEASE_DIR) $$stage/ringlab; \
+	  cp -a $(RELEASE_DIR) $$stage/ringlab && cp -a grader/keys $$stage/ringlab/grader/keys; \
 	  cp grader/autograder/setup.sh grader/autograder/run_autograder grader/autograder/calibrate.sh $$stage/; \
 	  printf 'LABS="%s"\nCALIBRATION_S=%s\nHINT_PENALTY=%s\n' "$$([ $$set = all ] && echo $(LAB_NAMES) || echo $$set)" \
 	    "$$calib" "$(or $(HINT_PENALTY),0)" \

@@ -32,6 +32,7 @@
 static const char *answers_path;
 static rl_hints_used hints_used; /* --hints: the hints the learner was shown, per step */
 static int hint_penalty;         /* --hint-penalty: points off a step per hint shown */
+static const char *lab_answers_default; /* the lab's answers file (labs/NN_name/answers.txt): names its keys file */
 static int exam_mode; /* --exam / RL_GRADE_EXAM=1: answers only right or wrong, the seed printed last only */
 static uint64_t run_seed;
 static uint64_t test_key;        /* hash of the running test's step and title */
@@ -1008,7 +1009,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL, *zero_path = NULL, *zero_reason = NULL;
     int json_fd = -1;
-    answers_path = lab->default_answers;
+    answers_path = lab_answers_default = lab->default_answers;
     const char *env_exam = getenv("RL_GRADE_EXAM");
     exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
     const char *env_seed = getenv("RL_GRADE_SEED");
@@ -1361,12 +1362,41 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
     return 0;
 }
 
-int rl_grade_check_choice(const char *path, const char *key, char expected, char *msg, size_t size)
+/* The key of an interview question, from grader/keys/LAB.txt (kept out of the learners'
+ * release; read here, in the judge of an answers test, never in a process that runs lab code):
+ * the letter, 0 when the file has no such key, -1 when there is no file. */
+static int choice_key(const char *key)
+{
+    char path[512], line[256], k[128], letter[4];
+    const char *ans = lab_answers_default ? lab_answers_default : "";
+    const char *end = strrchr(ans, '/'), *start = end ? end : ans;
+    while (start > ans && start[-1] != '/')
+        start--;
+    snprintf(path, sizeof path, "grader/keys/%.*s.txt", (int)(end ? end - start : 0), start);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        if (line[0] != '#' && sscanf(line, "%127s %3s", k, letter) == 2 && !strcmp(k, key) && !letter[1])
+            found = tolower((unsigned char)letter[0]);
+    fclose(f);
+    return found;
+}
+
+int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t size)
 {
     char v[256];
     int r = rl_grade_answer(path, key, v, sizeof v);
     if (r != 1) {
         answer_missing(r, path, key, msg, size);
+        return 0;
+    }
+    int expected = choice_key(key);
+    if (expected <= 0) {
+        snprintf(msg, size, "%s: %s", key, expected < 0 ? "the interview questions are graded by the course's "
+                 "autograder: their keys (grader/keys/) are not in the learners' release"
+                 : "the key file grader/keys/ has no key for this question");
         return 0;
     }
     const char *p = v + (v[0] == '(');

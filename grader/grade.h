@@ -191,7 +191,7 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
 int rl_grade_check_number(const char *path, const char *key, double expected, double rel_tol,
                           char *msg, size_t size);
 /* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
-int rl_grade_check_choice(const char *path, const char *key, char expected, char *msg, size_t size);
+int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t size);
 
 /* In a test: the answer to key must be the number expected (relative tolerance tol). The
  * message holds the key and at most the answer's first 256 characters. */
@@ -203,11 +203,10 @@ int rl_grade_check_choice(const char *path, const char *key, char expected, char
     } while (0)
 
 /* In a test: the answer to key must be the letter given. */
-#define CHECK_CHOICE(key, letter)                                                                    \
+#define CHECK_CHOICE(key)                                                                            \
     do {                                                                                             \
         char msg_[1024];                                                                             \
-        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, letter, msg_, sizeof msg_), \
-                      "%s", msg_);                                                                   \
+        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, msg_, sizeof msg_), "%s", msg_); \
     } while (0)
 
 #endif

@@ -263,6 +263,7 @@ static const char *const private_headers[] = { "internal.h", "ops_internal.h", "
 static void check_source(const char *ipath, const char *src)
 {
     char refused_header[sizeof private_headers / sizeof private_headers[0]] = { 0 };
+    int refused_other = 0;
     FILE *f = fopen(ipath, "r");
     if (!f) {
         fprintf(stderr, "objcheck: cannot read %s\n", ipath);
@@ -285,6 +286,13 @@ static void check_source(const char *ipath, const char *src)
                 *e = 0;
                 const char *fb = strrchr(q + 1, '/') ? strrchr(q + 1, '/') + 1 : q + 1;
                 mine = strcmp(fb, base) == 0;
+                size_t fl = strlen(fb);
+                int header = fl > 2 && (!strcmp(fb + fl - 2, ".h") || !strcmp(fb + fl - 2, ".c"));
+                if (!mine && q[1] != '<' && (!header || strstr(q + 1, "grader/")) && !refused_other) {
+                    refused_other = 1;
+                    refuse(src, "includes %s, which is not a header of the runtime's API: a lab file includes only "
+                           "the headers its handout names", q + 1);
+                }
                 for (size_t k = 0; k < sizeof private_headers / sizeof private_headers[0]; k++)
                     if (!strcmp(fb, private_headers[k]) && !refused_header[k]) {
                         refused_header[k] = 1;
