@@ -83,7 +83,8 @@ static void check_autograder(const char *dir)
     snprintf(ag, sizeof ag, "%s/ag", dir);
     snprintf(cmd, sizeof cmd, "mkdir -p %s/source %s/submission %s/results && cd %s/source && "
              "unzip -q %s/out/autograder/ringlab-autograder-28_ddp.zip && test -x run_autograder && test -f setup.sh && "
-             "rm -rf ringlab && cp -a %s/ringlab-labs ringlab && "
+             "test -f ringlab/grader/keys/28_ddp.txt && mv ringlab/grader/keys keys && "
+             "rm -rf ringlab && cp -a %s/ringlab-labs ringlab && mv keys ringlab/grader/keys && "
              "AUTOGRADER_ROOT=%s RL_AUTOGRADER_NO_APT=1 bash setup.sh 2>&1", ag, ag, ag, ag, dir, dir, ag);
     rc = rl_test_run(cmd, &out);
     ck_assert_msg(rc == 0, "the autograder's setup.sh failed (exit %d):\n%s", rc, out);
