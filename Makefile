@@ -323,15 +323,17 @@ ifneq ($(call lab_grader,$(1)),)
 $(2)/grade: $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $(TUI_LIB) $(LIB) $(2)/objcheck.ok
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
+	@sh grader/pad.sh $$@.pad.o $$(CC)
 	@$$(CC) $$(CFLAGS) $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) \
-	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) -o $$@
+	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -o $$@
 LAB_GRADE_BINS += $(2)/grade
 endif
 endef
 
 # The objects of a grade binary of lab $(1) from the lab's sources $(2): the lab file's code moved to
 # the section rl_learner_text and closed by grader/learner_end.c (the code under test, which only a
-# test's child maps: grade.c), the other files as they are, the grader and its sandbox.
+# test's child maps: grade.c), the other files as they are, the grader and its sandbox; linked
+# last, a padding of random size made afresh at each link (grader/pad.sh).
 learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
 grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call obj,grader/learner_end.c \
   $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c grader/rules.c \
@@ -393,7 +395,8 @@ $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1
 $(BUILD)/variants/$(1)/$(2)/grade: $(call grade_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) \
   $(call lab_others,$(1))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
-	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) -o $$@
+	@sh grader/pad.sh $$@.pad.o $$(CC)
+	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -o $$@
 LAB_PATCHED_BINS += $(BUILD)/variants/$(1)/$(2)/grade
 endef
 

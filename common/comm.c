@@ -1516,7 +1516,7 @@ void rl_works_free_all(rl_ctx *ctx)
 RL_API_WATCHED
 void *rl_comm_worker(void *arg)
 {
-    RL_API_ENTRY();
+    RL_API_ENTRY_THREAD();
     rl_ctx *ctx = arg;
     pthread_mutex_lock(&ctx->qmu);
     for (;;) {

@@ -132,7 +132,7 @@ int rl_hints_used_load(const char *path, rl_hints_used *u, char *err, size_t err
         if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
             continue;
         if (sscanf(line, "%16s %d %1s", id, &n, extra) != 2 || strlen(id) >= RL_HINTS_ID_LEN || n < 0 ||
-            n > RL_HINTS_MAX_RUNGS || rl_hints_used_set(u, id, n)) {
+            n > RL_HINTS_MAX_RUNGS || rl_hints_used_set(u, id, n > rl_hints_used_get(u, id) ? n : rl_hints_used_get(u, id))) {
             fclose(f);
             FAIL("%s:%d: a line is '<step> <hints shown>' (e.g. '28.1 2'), not '%.40s'", path, no,
                  strtok(line, "\r\n") ? line : "");

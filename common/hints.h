@@ -40,7 +40,8 @@ void rl_hints_free(rl_hints *h);
 /* The step with this id, or NULL. */
 const rl_hint_step *rl_hints_find(const rl_hints *h, const char *id);
 
-/* Reads the record of shown hints (a missing file is an empty record); 0, or -1 with err. */
+/* Reads the record of shown hints (a missing file is an empty record; a step listed twice
+ * counts its larger number: a line cannot take back hints shown); 0, or -1 with err. */
 int rl_hints_used_load(const char *path, rl_hints_used *u, char *err, size_t errlen);
 /* Rungs of step id shown so far (0 if none). */
 int rl_hints_used_get(const rl_hints_used *u, const char *id);

@@ -135,7 +135,6 @@ void rl_grade_text_free(rl_grade_text *t)
 #define REC_MAGIC 0x726c2d7265636f72ull /* "rl-recor" */
 #define REC_CAP ((uint64_t)1 << 30)   /* address space reserved for one test's record */
 #define REC_MAXBLOCKS 4096
-#define REC_MAXNOTED 64
 
 /* A run's header in the record; its output follows. */
 typedef struct rec_block {
@@ -152,10 +151,9 @@ typedef struct rec_head {
     uint32_t nblocks;                     /* finished runs */
     uint32_t done;                        /* 1: the test function returned or failed a check */
     uint32_t passed;                      /* 0: the child failed (a full record, an impossible run ...) */
-    uint32_t nnoted;                      /* entries of noted */
+    uint32_t pad;
     uint64_t msg_off, msg_len;            /* the child's failure message */
     uint64_t block_off[REC_MAXBLOCKS];
-    char noted[REC_MAXNOTED][48];         /* runtime functions code under test called (rl_api_watch) */
 } rec_head;
 
 enum { ROLE_GRADER = 0, ROLE_CHILD, ROLE_JUDGE };
@@ -167,6 +165,8 @@ static uint32_t rec_next;                 /* judge: the next run to take from th
 static const char *child_report;          /* judge: why the child stopped short, or NULL */
 static int verdict_fd = -1;               /* judge: the pipe to the grader */
 static int failing;                       /* a check failed: the first one reports, others wait */
+static char *called;                      /* grader, judge: the watched functions the code under test called, */
+static size_t called_len;                 /* NUL-ended names read from the child's watch pipe (apiwatch.h) */
 
 extern char __start_rl_learner_text[];    /* the code under test: the lab file's text, placed */
 void rl_learner_text_end(void);           /* between these by the Makefile (grader/learner_end.c) */
@@ -565,17 +565,24 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return flag == FTW_DP ? rmdir(path) : unlink(path);
 }
 
-/* In the child: notes in the record a watched runtime function the code under test called
- * (apiwatch.h), once. */
-static void note_api_call(const char *fn)
+/* The grader, after the child ended: takes what its watch wrote into the pipe (fd: the read end). */
+static void read_called(int fd)
 {
-    uint32_t n = __atomic_load_n(&rec->nnoted, __ATOMIC_ACQUIRE);
-    for (uint32_t i = 0; i < n && i < REC_MAXNOTED; i++)
-        if (!strncmp(rec->noted[i], fn, sizeof rec->noted[i]))
-            return;
-    uint32_t k = __atomic_fetch_add(&rec->nnoted, 1, __ATOMIC_ACQ_REL);
-    if (k < REC_MAXNOTED)
-        snprintf(rec->noted[k], sizeof rec->noted[k], "%s", fn);
+    char buf[4096];
+    ssize_t k;
+    free(called);
+    called = NULL;
+    called_len = 0;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while ((k = read(fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR)) {
+        char *more = k > 0 ? realloc(called, called_len + (size_t)k + 1) : called;
+        if (k > 0 && more) {
+            memcpy(more + called_len, buf, (size_t)k);
+            called_len += (size_t)k;
+            more[called_len] = 0;
+            called = more;
+        }
+    }
 }
 
 extern const char rl_grade_rules_text[]; /* the lab's rules, built in (the Makefile: gen/rules-LAB.c) */
@@ -589,10 +596,9 @@ static void check_api_calls(const rl_grade_test *t)
     if (!f || rl_rules_read(f, "the lab's rules", &rs))
         rl_grade_fail(__FILE__, __LINE__, "grader bug: its rules (grader/allow/) do not read");
     fclose(f);
-    uint32_t n = rec->nnoted < REC_MAXNOTED ? rec->nnoted : REC_MAXNOTED;
-    for (uint32_t i = 0; i < n; i++) {
-        char fn[sizeof rec->noted[0]];
-        snprintf(fn, sizeof fn, "%.*s", (int)sizeof fn - 1, rec->noted[i]);
+    for (size_t off = 0; off < called_len; off += strlen(called + off) + 1) {
+        char fn[64];
+        snprintf(fn, sizeof fn, "%s", called + off);
         const rl_rule *r = fn[0] ? rl_rules_find(&rs, 'n', NULL, fn) : NULL;
         const char *who = "a lab file";
         for (int k = 0; k < rs.n && fn[0] && !r; k++)
@@ -610,8 +616,11 @@ static void check_api_calls(const rl_grade_test *t)
 /* The grading run's scratch folder (each test's child works in a folder of its own below it). */
 static char scratch_base[512];
 
+#define WATCH_FD 3 /* in the child: the write end of the pipe its watch reports to (apiwatch.h) */
+extern char __executable_start[], _end[]; /* the program's own mappings (the linker's symbols) */
+
 /* In the forked child: confines itself and runs the test; never returns. */
-static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
+static void child_main(const rl_grade_test *t, FILE *cap, const char *dir, int watch_fd)
 {
     role = ROLE_CHILD;
     setpgid(0, 0);
@@ -620,7 +629,9 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
         dup2(nul, 0);
     dup2(fileno(cap), 1);
     dup2(fileno(cap), 2);
-    close_range(3, ~0u, 0);
+    if (watch_fd != WATCH_FD && dup2(watch_fd, WATCH_FD) < 0)
+        rl_grade_fail(__FILE__, __LINE__, "the grader could not set up its watch: %s", strerror(errno));
+    close_range(WATCH_FD + 1, ~0u, 0);
     crash_note[0] = 0;
     int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
@@ -629,10 +640,13 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir)
     setrlimit(RLIMIT_FSIZE, &fsz);  /* what it may write: 64 MiB */
     setrlimit(RLIMIT_NPROC, &nproc); /* threads (a user that is not root: the autograder's) */
     learner_text(PROT_READ | PROT_EXEC);
-    rl_api_watch(__start_rl_learner_text, (const void *)rl_learner_text_end, note_api_call);
+    rl_api_watch(__start_rl_learner_text, (const void *)rl_learner_text_end, WATCH_FD);
+    if (rl_api_watch_seal())
+        rl_grade_fail(__FILE__, __LINE__, "the grader could not seal its watch: %s", strerror(errno));
     char err[256];
     int no_files = 0;
-    if (chdir(dir) || rl_sandbox_enter(".", &no_files, err, sizeof err))
+    rl_sandbox_keep keep = { __executable_start, _end, WATCH_FD };
+    if (chdir(dir) || rl_sandbox_enter(".", &keep, &no_files, err, sizeof err))
         rl_grade_fail(__FILE__, __LINE__, "the grader could not confine the test's process (%s): it grades only "
                       "inside its sandbox (Linux with seccomp)", chdir(dir) ? strerror(errno) : err);
     (*t->fn)->fn(0);
@@ -729,6 +743,9 @@ static void run_one(const rl_grade_test *t, int index, double scale, outcome *o)
     memset(o, 0, sizeof *o);
     double limit = t->limit_s * scale;
     test_key = key_of(t); /* both processes inherit it: rl_grade_rng */
+    free(called);
+    called = NULL;
+    called_len = 0;
     rec = NULL;
     rec_next = 0;
     child_report = NULL;
@@ -737,20 +754,26 @@ static void run_one(const rl_grade_test *t, int index, double scale, outcome *o)
     int child_ok = 1;
     if (!(t->flags & RL_GRADE_NO_CHILD)) {
         FILE *cap = tmpfile();
+        int wp[2] = { -1, -1 };
         rec = rec_new();
-        if (!cap || !rec || mkdir(dir, 0700)) {
+        if (!cap || !rec || pipe(wp) || mkdir(dir, 0700)) {
             o->reason = str_printf("the grader could not set up the test: %s", strerror(errno));
             o->output = calloc(1, 1);
             if (cap)
                 fclose(cap);
+            if (wp[0] >= 0)
+                close(wp[0]), close(wp[1]);
             goto out;
         }
         fflush(NULL);
         double t0 = mono_now();
         pid_t pid = fork();
         if (pid == 0)
-            child_main(t, cap, dir);
+            child_main(t, cap, dir, wp[1]);
+        close(wp[1]);
         int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out) : 0;
+        read_called(wp[0]);
+        close(wp[0]);
         o->seconds = mono_now() - t0;
         o->output = slurp_file(cap);
         if (!o->output)
@@ -1354,11 +1377,16 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
     if (err <= tol || (expected == 0 && err <= rel_tol)) {
         return 1;
     }
+    /* neither how far nor which way: a learner could otherwise home in on the number by trying */
+    double decade = expected != 0 && got != 0 ? log10(fabs(got / expected)) : 0;
     if (exam_mode)
         exam_wrong(msg, size);
+    else if (fabs(decade) > 0.5 && fabs(decade - round(decade)) <= log10(1 + rel_tol))
+        snprintf(msg, size, "%s = %g has the right digits at the wrong power of ten: check the unit the question "
+                 "asks for", key, got);
     else
-        snprintf(msg, size, "%s = %g is off by %.1f%% (tolerance %g%%); check the formula and the unit the question "
-                 "asks for", key, got, expected != 0 ? 100.0 * err / fabs(expected) : 100.0, 100.0 * rel_tol);
+        snprintf(msg, size, "%s = %g is not within %g%% of the expected value; check the formula, the numbers it "
+                 "uses and the unit the question asks for", key, got, 100.0 * rel_tol);
     return 0;
 }
 

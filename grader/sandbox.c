@@ -5,6 +5,7 @@
 #include <linux/landlock.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,8 +74,11 @@ static int confine_files(const char *scratch_dir, char *err, size_t errlen)
     return rc;
 }
 
+/* The 4 GiB window an address lies in (the filter compares a call's address with it). */
+#define WINDOW_MASK (~(scmp_datum_t)0xffffffffu)
+
 /* System calls: the filter described in sandbox.h. */
-static int confine_calls(char *err, size_t errlen)
+static int confine_calls(const rl_sandbox_keep *keep, char *err, size_t errlen)
 {
     scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
     if (!f) {
@@ -127,6 +131,26 @@ static int confine_calls(char *err, size_t errlen)
     DENY(keyctl, 0);
     DENY(add_key, 0);
     DENY(request_key, 0);
+    /* the program's own pages stay as the grader left them (a sealed page stays read-only) */
+    DENY(process_madvise, 0);
+    DENY(remap_file_pages, 0);
+    for (int w = 0; keep && keep->image_lo && w < 2; w++) {
+        scmp_datum_t win = (scmp_datum_t)(uintptr_t)(w ? keep->image_hi : keep->image_lo) & WINDOW_MASK;
+        DENY(mmap, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(munmap, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(mprotect, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(pkey_mprotect, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(madvise, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(mremap, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+        DENY(mremap, 1, SCMP_A4(SCMP_CMP_MASKED_EQ, WINDOW_MASK, win));
+    }
+    /* the grader's descriptor stays open and stays what it was */
+    if (keep && keep->fd >= 0) {
+        DENY(close, 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)keep->fd));
+        DENY(dup2, 1, SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)keep->fd));
+        DENY(dup3, 1, SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)keep->fd));
+        DENY(close_range, 0);
+    }
 #undef DENY
     if (rc) {
         snprintf(err, errlen, "seccomp_rule_add failed");
@@ -142,7 +166,7 @@ static int confine_calls(char *err, size_t errlen)
     return 0;
 }
 
-int rl_sandbox_enter(const char *scratch_dir, int *no_files, char *err, size_t errlen)
+int rl_sandbox_enter(const char *scratch_dir, const rl_sandbox_keep *keep, int *no_files, char *err, size_t errlen)
 {
     *no_files = 0;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
@@ -153,5 +177,5 @@ int rl_sandbox_enter(const char *scratch_dir, int *no_files, char *err, size_t e
     if (files < 0)
         return -1;
     *no_files = files == 1;
-    return confine_calls(err, errlen);
+    return confine_calls(keep, err, errlen);
 }

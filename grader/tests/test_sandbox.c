@@ -1,8 +1,9 @@
 /* test_sandbox.c — the sandbox a grading child runs in (grader/sandbox.c): after
  * rl_sandbox_enter, each thing the child may not do fails — new executable memory, ptrace,
  * exec, a new process, a signal to another process, a socket, a file outside its scratch
- * folder (with Landlock) — while what a test needs still works: threads, memory, files in
- * the scratch folder, /dev/null. */
+ * folder (with Landlock), changing the program's own pages or the watch's descriptor — while
+ * what a test needs still works: threads, memory, files in the scratch folder, /dev/null;
+ * and the run-time watch (common/apiwatch.c) reports a call through a library callback. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,11 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include "../sandbox.h"
+#include "apiwatch.h"
+#include "cost.h"
+#include "mem.h"
 #include "testutil.h"
 
 static void *thread_fn(void *arg) { return arg; }
@@ -38,7 +43,7 @@ START_TEST(test_sandbox_refuses_and_allows)
         FILE *out = fopen(outpath, "w");
         char err[256];
         int no_files = 0;
-        if (!out || chdir(dir) || rl_sandbox_enter(".", &no_files, err, sizeof err)) {
+        if (!out || chdir(dir) || rl_sandbox_enter(".", NULL, &no_files, err, sizeof err)) {
             if (out)
                 fprintf(out, "enter WRONG (%s)\n", err);
             _exit(3);
@@ -90,11 +95,89 @@ START_TEST(test_sandbox_refuses_and_allows)
 }
 END_TEST
 
+/* A page of this program's own, sealed read-only before the sandbox (as the watch is). */
+static char sealed[4096] __attribute__((aligned(4096)));
+extern char __executable_start[], _end[];
+
+/* What a keep of the sandbox holds (the program's pages, the watch's descriptor), and the
+ * watch itself: a watched function reached through a C library callback is reported. */
+START_TEST(test_sandbox_keeps_the_sealed_page_and_the_watch)
+{
+    char dir[] = "/tmp/rl_sandbox_XXXXXX", outpath[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(outpath, sizeof outpath, "%s.out", dir);
+    int wp[2];
+    ck_assert_int_eq(pipe(wp), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(wp[0]);
+        FILE *out = fopen(outpath, "w");
+        char err[256];
+        int no_files = 0;
+        rl_api_watch(NULL, NULL, wp[1]);
+        rl_sandbox_keep keep = { __executable_start, _end, wp[1] };
+        if (!out || rl_api_watch_seal() || mprotect(sealed, sizeof sealed, PROT_READ) || chdir(dir) ||
+            rl_sandbox_enter(".", &keep, &no_files, err, sizeof err)) {
+            if (out)
+                fprintf(out, "enter WRONG (%s)\n", err);
+            _exit(3);
+        }
+        setvbuf(out, NULL, _IONBF, 0);
+        probe(out, "reprotect", mprotect(sealed, sizeof sealed, PROT_READ | PROT_WRITE) != 0, "allowed");
+        probe(out, "pkey-reprotect", syscall(SYS_pkey_mprotect, sealed, sizeof sealed, PROT_READ | PROT_WRITE, -1) != 0,
+              "allowed");
+        probe(out, "unmap", munmap(sealed, sizeof sealed) != 0, "allowed");
+        probe(out, "advise", madvise(sealed, sizeof sealed, MADV_DONTNEED) != 0, "allowed");
+        probe(out, "map-over", mmap(sealed, sizeof sealed, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                                    -1, 0) == MAP_FAILED, "allowed");
+        probe(out, "map-below", mmap((void *)((uintptr_t)__executable_start - 2 * 4096), 4096, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED, "allowed");
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        probe(out, "map-elsewhere", m != MAP_FAILED && mprotect(m, 4096, PROT_READ) == 0, strerror(errno));
+        probe(out, "remap-onto", mremap(m, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED, sealed) == MAP_FAILED, "allowed");
+        void *big = malloc((size_t)64 << 20);
+        probe(out, "malloc-64MiB", big != NULL, "failed");
+        free(big);
+        pthread_t th;
+        probe(out, "thread", pthread_create(&th, NULL, thread_fn, NULL) == 0 && pthread_join(th, NULL) == 0, "failed");
+        probe(out, "close-watch", close(wp[1]) != 0, "allowed");
+        probe(out, "replace-watch", dup2(0, wp[1]) < 0, "allowed");
+        probe(out, "close-range", syscall(SYS_close_range, 3, ~0u, 0) != 0, "allowed");
+        /* a watched function as a C library callback: reported; called from this program's code: not */
+        rl_mem_account acc[2];
+        memset(acc, 0, sizeof acc);
+        qsort(acc, 2, sizeof acc[0], (int (*)(const void *, const void *))(void (*)(void))rl_mem_reset_peaks);
+        probe(out, "busbw", rl_busbw_factor(RL_COLL_ALL_REDUCE, 4) == 1.5, "wrong value");
+        _exit(0);
+    }
+    close(wp[1]);
+    int st;
+    waitpid(pid, &st, 0);
+    char called[4096] = { 0 };
+    ssize_t k = read(wp[0], called, sizeof called - 1);
+    close(wp[0]);
+    long len;
+    char *text = rl_test_slurp(outpath, &len);
+    ck_assert_msg(text && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the sandboxed child ended with status %d:\n%s", st,
+                  text ? text : "");
+    ck_assert_msg(!strstr(text, "WRONG") && strstr(text, "close-range ok") && strstr(text, "busbw ok"),
+                  "the sandbox let through or refused the wrong things:\n%s", text);
+    ck_assert_msg(k > 0 && !strcmp(called, "rl_mem_reset_peaks") && (size_t)k == strlen(called) + 1,
+                  "the watch reported '%.*s' (%zd bytes), not rl_mem_reset_peaks alone", (int)(k > 0 ? k : 0), called, k);
+    free(text);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, outpath);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *sandbox_suite(void)
 {
     Suite *s = suite_create("sandbox");
     TCase *tc = tcase_create("sandbox");
     tcase_add_test(tc, test_sandbox_refuses_and_allows);
+    tcase_add_test(tc, test_sandbox_keeps_the_sealed_page_and_the_watch);
     suite_add_tcase(s, tc);
     return s;
 }
