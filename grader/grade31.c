@@ -1328,7 +1328,7 @@ static void td_check(const td_shape *sh, int what)
                       lp ? lp->name : "send", lp ? lp->peer : -1, last_p2p, first_rs);
                 CHECK(!bad_tag, "%s: step %d, rank %d (stage %d): the compute «%s» of layer %d carries stage %d, "
                       "micro-batch %d and phase '%c'; expected stage %d, a micro-batch 0..%d and F or B: each op runs "
-                      "between rl_pp_mark(ctx, stage, op) and rl_pp_unmark (lab31.c: \"then rl_pp_mark, the op ..., "
+                      "between rl_pp_mark(ctx, stage, op) and rl_pp_unmark (lab31.c: \"each between rl_pp_mark and "
                       "rl_pp_unmark\"), which tag what it records for the timeline's pipeline view", st, s, r,
                       res->stage[r], bad_tag ? bad_tag->name : "", bad_tag ? bad_tag->tags[RL_TAG_LAYER] : -1,
                       bad_tag ? bad_tag->tags[RL_TAG_STAGE] : -1, bad_tag ? bad_tag->tags[RL_TAG_MICROBATCH] : -1,

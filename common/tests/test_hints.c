@@ -9,9 +9,38 @@
 #include "hints.h"
 #include "testutil.h"
 
-/* The labs whose steps are contracts with a hint ladder, and their steps. */
-static const struct { const char *dir, *file; const char *steps[8]; } ladders[] = {
-    { "labs/28_ddp", "ddp.c", { "28.1", "28.2", "28.3", "28.4", "28.5" } },
+/* Each lab's own recipe text (besides recipe_bits below): its formulas and call sequences. */
+static const char *const recipes28[] = { NULL };
+static const char *const recipes30[] = {
+    "min(p−r−1, m)", "(p−r−1)·2 + (v−1)·p", "(k / (p·v))·p + k mod p", "chunk (k / p) mod v", "v−1 − (k / p) mod v",
+    "(p−1)/(m+p−1)", "(p−1)/(v·m+p−1)", "rl_pp_op_peers(s, rank, op, &from, &to)", "from >= 0 ? in : NULL",
+    "rl_all_reduce(m->tp", "rl_all_gather(m->tp", "rl_reduce_scatter(m->tp", "copy_block(m->w1",
+    "rl_attention_forward(ctx, q, k, v, local_heads", "(b·nh + head)·sq + i", "(b·sq + i)·nh·hd",
+    "log(1 + exp(lse_b − lse))", "mx + log(exp(", "(r − step) mod cp", "rank·seq/cp + i", NULL,
+};
+static const char *const recipes29[] = {
+    "K = k > 0 ? k", "optim /= n", "n % group", "e->rank*U->shard", "e->step++", "RL_SUM, 0)", "1.0f / e->n",
+    "--U->pending", "e->last_reduced = u", "RL_SUM, RL_ASYNC)", "U->first_unit + U->nunits - 1",
+    "zero3_gather(u + 1)", "zero3_gather(u - 1)", "w / group, w % group", "w % group, w / group", "W % group",
+    "1.0f / (e->n * R)", NULL,
+};
+static const char *const recipes31[] = {
+    "r % TP", "r / TP % CP", "lay->group[d][r]", "pending = op", "td_p2p(e, e->comms.pp, pending",
+    "e->dp_rank * e->shard", "rl_reduce_scatter(dp", "rl_all_gather(dp", "e->loss_sum / m", "- zmax",
+    "kept[e] < C", "rl_all_to_all(ep", "rl_scatter_add_rows(ctx, back", "hi[r] < s", "v[n/2 - 1]",
+    "(m + pp - 1)", "plan_group_link(hw, tp, pp)", NULL,
+};
+
+/* The labs whose steps are contracts with a hint ladder, their steps and their own recipe text. */
+static const struct {
+    const char *dir, *file;
+    const char *steps[8];
+    const char *const *recipes;
+} ladders[] = {
+    { "labs/28_ddp", "ddp.c", { "28.1", "28.2", "28.3", "28.4", "28.5" }, recipes28 },
+    { "labs/30_tp_pp_sp_cp", "mp.c", { "30.1", "30.2", "30.3", "30.4", "30.5" }, recipes30 },
+    { "labs/29_zero_fsdp", "zero.c", { "29.1", "29.2", "29.3", "29.4", "29.5" }, recipes29 },
+    { "labs/31_3d_moe_debug", "lab31.c", { "31.1", "31.2", "31.3", "31.4", "31.5" }, recipes31 },
 };
 #define NLADDERS ((int)(sizeof ladders / sizeof ladders[0]))
 
@@ -60,11 +89,12 @@ START_TEST(test_contracts_not_recipes)
         ck_assert_msg(from, "%s: no '## Step' section", path);
         if (to)
             *to = 0;
-        for (size_t k = 0; k < sizeof recipe_bits / sizeof recipe_bits[0]; k++) {
-            const char *hit = strstr(from, recipe_bits[k]);
+        const size_t ncommon = sizeof recipe_bits / sizeof recipe_bits[0];
+        for (size_t k = 0; k < ncommon || ladders[_i].recipes[k - ncommon]; k++) {
+            const char *bit = k < ncommon ? recipe_bits[k] : ladders[_i].recipes[k - ncommon];
+            const char *hit = strstr(from, bit);
             ck_assert_msg(!hit, "%s: '%s' is a recipe (an index formula or a call sequence) — state the contract; "
-                                "recipes belong in the last rungs of hints.md:\n...%.120s", path, recipe_bits[k],
-                          hit);
+                                "recipes belong in the last rungs of hints.md:\n...%.120s", path, bit, hit);
         }
         free(text);
     }
@@ -119,6 +149,15 @@ START_TEST(test_hint_one_rung_at_a_time)
     fclose(f);
     ck_assert_int_eq(hint(used, "28.1", out, sizeof out), 2);
     ck_assert_msg(strstr(out, ":1: a line is '<step> <hints shown>'"), "%s", out);
+    /* a later line cannot take hints back: a step listed twice counts its larger number */
+    f = fopen(used, "w");
+    fprintf(f, "28.1 3\n28.2 1\n28.1 0\n");
+    fclose(f);
+    rl_hints_used u;
+    char err[256];
+    ck_assert_int_eq(rl_hints_used_load(used, &u, err, sizeof err), 0);
+    ck_assert_int_eq(rl_hints_used_get(&u, "28.1"), 3);
+    ck_assert_int_eq(rl_hints_used_get(&u, "28.2"), 1);
     unlink(used);
 }
 END_TEST

@@ -16,15 +16,12 @@
 
 int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double k, int group, zero_mem *out)
 {
-    /* TODO(29.1): the model-state bytes of one rank (zero.h lists the formulas).
-     *  - Start from one replica: 2Ψ bf16 parameters, 2Ψ bf16 gradients, KΨ optimizer state
-     *    (K = 12 when k <= 0: fp32 master 4 + Adam m 4 + v 4 bytes).
-     *  - Stage 1 divides the optimizer state by n, stage 2 also the gradients, stage 3 all
-     *    three; hsdp divides all three by the shard group G = group (which must divide n).
-     *  - Fill param, grad, optim, total (bytes) and total in GB (/1e9) and GiB (/2^30).
-     *  - Refuse psi < 0 (or NaN/inf), a NaN/inf k, n < 1, an unknown stage, a bad hsdp group:
-     *    RL_ERR_ARG with a message (rl_error(ctx, ...); ctx may be NULL).
-     * Sanity check: Ψ = 7e9, n = 8, ZeRO-1 → 4Ψ + 12Ψ/8 = 38.5 GB. */
+    /* TODO(29.1): the contract is README.md, step 29.1. In short: *out gets the model-state
+     * bytes one rank holds between steps — bf16 parameters, bf16 gradients and K optimizer
+     * bytes per parameter (k <= 0: K = 12), each held whole or split evenly over the ranks that
+     * share it, as the stage shards it (zero.h) — their total, and the total in GB and GiB;
+     * exact, not rounded. Refuse a bad Ψ, k, n, stage or out, and (hsdp only) a bad group, with
+     * RL_ERR_ARG and a message (ctx may be NULL). No calc.h. Stuck: make hint LAB=29 STEP=29.1 */
     (void)psi, (void)n, (void)stage, (void)k, (void)group, (void)out;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.1 (memory model) is not implemented yet — see labs/29_zero_fsdp/README.md, step 29.1");
@@ -34,15 +31,11 @@ int zero_bytes_per_rank(rl_ctx *ctx, double psi, int n, zero_stage stage, double
 
 int zero1_reduce_scatter_grads(zero_engine *e)
 {
-    /* TODO(29.2): after backward every rank holds the gradients of ITS micro-batch for the
-     * whole model in e->flat_grad. For each unit u (e->units[u], layout in zero.h):
-     *  - all  = rl_tensor_slice(e->flat_grad, U->flat_off, U->padded): the unit's gradients;
-     *  - mine = the slice of `all` this rank owns: element U->flat_off + e->rank·U->shard, U->shard long;
-     *  - rl_reduce_scatter(e->shard_comm, all, mine, RL_SUM, 0): in place, rank r receives the
-     *    sum over ranks of piece r (send = the whole unit, recv = n times smaller);
-     *  - divide `mine` by the data-parallel size (rl_scale): the optimizer wants the mean.
-     * Free your slices (rl_tensor_free). Optional: rl_set_tag(ctx, RL_TAG_BUCKET, u) colours
-     * the collective in the timeline. */
+    /* TODO(29.2): the contract is README.md, step 29.2. In short: e->flat_grad holds this rank's
+     * own gradients of every unit; afterwards this rank's piece of each unit (zero.h's layout)
+     * holds the mean over the ranks of e->shard_comm — one reduce-scatter per unit, in place in
+     * flat_grad, no buffer of your own; the other ranks' pieces are left as they are (or ÷N).
+     * Stuck: make hint LAB=29 STEP=29.2 */
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.2 (ZeRO-1: reduce-scatter of the gradients) is not implemented yet — see "
                     "labs/29_zero_fsdp/README.md, step 29.2");
@@ -50,15 +43,10 @@ int zero1_reduce_scatter_grads(zero_engine *e)
 
 int zero_shard_adamw(zero_engine *e)
 {
-    /* TODO(29.2): one AdamW step on this rank's pieces only. e->step++ first (AdamW counts
-     * from 1). For each unit with U->shard > 0, take slices of U->shard elements:
-     *  - parameters: e->param_shard at U->shard_off if the stage has it (3, hsdp), else
-     *    e->flat_param at U->flat_off + e->rank·U->shard;
-     *  - gradients:  e->grad_shard at U->shard_off if it exists (2, 3, hsdp), else
-     *    e->flat_grad at U->flat_off + e->rank·U->shard;
-     *  - master, m, v: e->master, e->exp_avg, e->exp_avg_sq at U->shard_off;
-     * and call rl_adamw_step(e->ctx, &e->cfg.adamw, e->step, param, grad, master, m, v): it
-     * updates the fp32 master and writes the bf16 parameters from it. */
+    /* TODO(29.2): one AdamW step (rl_adamw_step with e->cfg.adamw) on this rank's pieces only —
+     * every unit's bf16 parameters and reduced gradients where the stage keeps them, its fp32
+     * master, m and v (zero.h's layout) — with e->step one more than before the call (AdamW
+     * counts from 1). No communication. Every stage uses it. */
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.2 (ZeRO-1: sharded AdamW) is not implemented yet — see labs/29_zero_fsdp/README.md, "
                     "step 29.2");
@@ -66,10 +54,9 @@ int zero_shard_adamw(zero_engine *e)
 
 int zero_all_gather_params(zero_engine *e)
 {
-    /* TODO(29.2): every rank updated only its pieces of e->flat_param. For each unit,
-     * rl_all_gather(e->shard_comm, mine, all, 0) in place (mine = this rank's piece of the
-     * unit in flat_param, all = the whole unit): afterwards every rank has the whole updated
-     * model. Skip it and the other ranks train on stale parameters. */
+    /* TODO(29.2): stages 1 and 2: afterwards every rank's e->flat_param holds every rank's
+     * updated pieces — the whole model, the same on every rank: one all-gather per unit, in
+     * place, no buffer of your own. */
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.2 (ZeRO-1: all-gather of the updated parameters) is not implemented yet — see "
                     "labs/29_zero_fsdp/README.md, step 29.2");
@@ -80,13 +67,11 @@ int zero_all_gather_params(zero_engine *e)
 int zero_pre_backward(rl_unit *mu, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.3): no full gradient buffer: a unit gets its gradient bucket just before
-     * backward enters it.
-     *  - u = e->unit_of_model_unit[mu->index]; backward enters unit u at its LAST model unit
-     *    (U->first_unit + U->nunits − 1): do nothing for the other model units, nor when
-     *    U->grad already exists;
-     *  - U->grad = a new bf16 tensor of U->padded elements under RL_MEM_GRAD (zero-filled);
-     *  - zero_point_grads(e, u, U->grad): backward accumulates the unit's gradients there. */
+    /* TODO(29.3): the contract is README.md, step 29.3. In short: when backward enters a unit
+     * (mu is one of its model units; backward enters a unit at its last one), the unit gets its
+     * gradient bucket — U->grad, zero-filled bf16 [padded] under RL_MEM_GRAD, the unit's
+     * gradients pointing into it (zero_point_grads) — once per backward.
+     * Stuck: make hint LAB=29 STEP=29.3 */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.3 (ZeRO-2: gradient bucket before backward) is not implemented yet — see "
@@ -96,14 +81,13 @@ int zero_pre_backward(rl_unit *mu, void *arg)
 int zero_grad_ready(rl_param *p, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.3): backward calls this the moment p's gradient is final.
-     *  - u = e->unit_of_param[p->index]; count it off: U->pending−−; return 0 while > 0;
-     *  - the unit is complete: launch rl_reduce_scatter(e->shard_comm, U->grad, mine, RL_SUM,
-     *    RL_ASYNC) into this rank's piece of e->grad_shard (slice at U->shard_off, U->shard
-     *    long) and keep the handle in U->reduce — backward goes on while it travels;
-     *  - keep at most two buckets alive: if e->last_reduced >= 0, rl_wait on that unit's
-     *    reduce, detach its gradients (zero_point_grads(e, last, NULL)), free its bucket and
-     *    set its grad/reduce to NULL; then e->last_reduced = u. */
+    /* TODO(29.3): backward calls this once per parameter, the moment p's gradient is final, in an
+     * order that is not always reverse registration order. The call that brings a unit's last
+     * gradient launches that unit's reduce-scatter (RL_ASYNC, handle in U->reduce) into this
+     * rank's piece of e->grad_shard. When it returns, at most one complete unit still holds a
+     * bucket — the one launched last (e->last_reduced); the one launched before it has been
+     * released (its reduce-scatter complete, its gradients detached, its bucket freed, U->grad
+     * and U->reduce NULL). A unit announced more often than it has parameters is an error. */
     (void)p;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.3 (ZeRO-2: reduce-scatter in the grad-ready hook) is not implemented yet — see "
@@ -112,13 +96,12 @@ int zero_grad_ready(rl_param *p, void *arg)
 
 int zero_finalize_grads(zero_engine *e)
 {
-    /* TODO(29.3): after backward:
-     *  - for every unit: wait for a reduce still in flight, detach and free its bucket;
-     *    every unit must have pending == 0 (else return an error naming it); reset pending
-     *    to U->nparams and e->last_reduced to −1 for the next backward;
-     *  - TODO(29.5): HYBRID_SHARD (e->replica_comm != NULL): the pieces hold the sum over
-     *    this shard group only; all-reduce e->grad_shard over e->replica_comm (RL_SUM);
-     *  - divide e->grad_shard by the data-parallel size: e->n × the replica group's size. */
+    /* TODO(29.3): after backward. When it returns every reduce-scatter has ended, every bucket
+     * is freed, the per-backward state (U->pending, e->last_reduced) is reset, and the pieces of
+     * e->grad_shard hold the mean over every data-parallel rank. A unit still pending is an
+     * error whose message names it ("unit 3" or "block2"), returned after the same clean-up.
+     * TODO(29.5): HYBRID_SHARD (e->replica_comm != NULL): the mean is over every rank of every
+     * replica — the pieces must agree across e->replica_comm too. */
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.3 (ZeRO-2: finalize the gradients) is not implemented yet — see "
                     "labs/29_zero_fsdp/README.md, step 29.3");
@@ -128,13 +111,12 @@ int zero_finalize_grads(zero_engine *e)
 
 int zero3_gather(zero_engine *e, int u)
 {
-    /* TODO(29.4): start gathering unit u (check 0 <= u < e->nunits).
-     *  - nothing to do if U->full is set (gathered, or prefetched and in flight);
-     *  - U->full = a new bf16 tensor of U->padded elements under RL_MEM_PARAM;
-     *  - U->gather = rl_all_gather(e->shard_comm, mine, U->full, RL_ASYNC), mine = this rank's
-     *    piece: e->param_shard at U->shard_off, U->shard long;
-     *  - zero_point_params(e, u, U->full): forward and backward read the parameters there
-     *    (only after zero3_wait!). */
+    /* TODO(29.4): the contract is README.md, step 29.4. In short: afterwards unit u has U->full,
+     * a new bf16 [padded] buffer under RL_MEM_PARAM that an asynchronous all-gather (handle in
+     * U->gather) on e->shard_comm fills from every rank's piece of e->param_shard, and its
+     * parameters point into it (zero_point_params; readable only after zero3_wait). Nothing to
+     * do when u is already gathered or on its way; RL_ERR_ARG for a u that is not a unit.
+     * Stuck: make hint LAB=29 STEP=29.4 */
     (void)u;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: all-gather a unit) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -143,7 +125,8 @@ int zero3_gather(zero_engine *e, int u)
 
 int zero3_wait(zero_engine *e, int u)
 {
-    /* TODO(29.4): rl_wait on U->gather if it is set, then U->gather = NULL. */
+    /* TODO(29.4): afterwards unit u's gather, if one was in flight, has completed (U->gather
+     * NULL). */
     (void)u;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: wait for a gather) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -152,9 +135,8 @@ int zero3_wait(zero_engine *e, int u)
 
 int zero3_free(zero_engine *e, int u)
 {
-    /* TODO(29.4): free after use: if U->full is set, wait for its gather, detach the
-     * parameters (zero_point_params(e, u, NULL)), rl_tensor_free(U->full), U->full = NULL.
-     * Forget it and every unit stays gathered: the whole model sits on every rank. */
+    /* TODO(29.4): afterwards unit u holds no gathered parameters (detached, U->full freed and
+     * NULL), and a gather still in flight has ended first. Nothing to do if u is not gathered. */
     (void)u;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: free a unit) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -164,9 +146,10 @@ int zero3_free(zero_engine *e, int u)
 int zero3_pre_forward(rl_unit *mu, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.4): before unit u's forward (u = e->unit_of_model_unit[mu->index]; act only at
-     * its FIRST model unit): gather u and wait for it; then, with e->cfg.forward_prefetch,
-     * start gathering u+1 (if it exists) so it travels while u computes. */
+    /* TODO(29.4): when unit u's forward begins (forward enters a unit at its first model unit),
+     * u is gathered and its gather has ended; with e->cfg.forward_prefetch, the gather of the
+     * unit forward needs next has been issued too — after u's, so that u never waits behind
+     * it. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: pre-forward gather) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -176,7 +159,8 @@ int zero3_pre_forward(rl_unit *mu, void *arg)
 int zero3_post_forward(rl_unit *mu, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.4): after unit u's forward (act only at its LAST model unit): free u. */
+    /* TODO(29.4): after unit u's forward (forward leaves a unit at its last model unit), u holds
+     * no gathered parameters. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: post-forward free) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -186,9 +170,10 @@ int zero3_post_forward(rl_unit *mu, void *arg)
 int zero3_pre_backward(rl_unit *mu, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.4): before unit u's backward (backward enters u at its LAST model unit): gather
-     * u again and wait; give it its gradient bucket (zero_pre_backward(mu, arg)); then, with
-     * e->cfg.backward_prefetch, start gathering the unit backward needs next: u−1. */
+    /* TODO(29.4): when unit u's backward begins (backward enters a unit at its last model unit),
+     * u is gathered again and its gather has ended, and u has its gradient bucket (29.3); with
+     * e->cfg.backward_prefetch, the gather of the unit backward needs next has been issued too —
+     * after u's. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: pre-backward gather) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -198,8 +183,8 @@ int zero3_pre_backward(rl_unit *mu, void *arg)
 int zero3_post_backward(rl_unit *mu, void *arg)
 {
     zero_engine *e = arg;
-    /* TODO(29.4): after unit u's backward (backward leaves u at its FIRST model unit): free u.
-     * Its gradients were reduce-scattered by your grad-ready hook. */
+    /* TODO(29.4): after unit u's backward (backward leaves a unit at its first model unit), u
+     * holds no gathered parameters; its gradients left through your grad-ready hook. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: post-backward free) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -211,12 +196,12 @@ int zero3_post_backward(rl_unit *mu, void *arg)
 int hsdp_make_mesh(rl_comm *world, int group, rl_comm **shard, rl_comm **replica)
 {
     rl_ctx *ctx = rl_comm_ctx(world);
-    /* TODO(29.5): the 2-D mesh. W = rl_comm_size(world), w = rl_comm_rank(world); refuse a
-     * group that does not divide W (RL_ERR_ARG with a message).
-     *  - *shard   = rl_comm_split(world, w / group, w % group): ranks of one group (a node);
-     *  - *replica = rl_comm_split(world, w % group, w / group): the same index in every group.
-     * Every rank must call both splits, in the same order (they are collectives).
-     * And do the TODO(29.5) in zero_finalize_grads. */
+    /* TODO(29.5): the contract is README.md, step 29.5. In short: *shard = the communicator of
+     * this rank's block of `group` consecutive world ranks (one node), ordered by world rank;
+     * *replica = the ranks at the same position in every block, ordered by block; both from
+     * rl_comm_split, the same splits in the same order on every rank. A group that does not
+     * divide the world size: RL_ERR_ARG with a message, on every rank, before any split.
+     * And do the TODO(29.5) in zero_finalize_grads. Stuck: make hint LAB=29 STEP=29.5 */
     (void)group, (void)shard, (void)replica;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.5 (hybrid sharding: the 2-D mesh) is not implemented yet — see labs/29_zero_fsdp/README.md, "

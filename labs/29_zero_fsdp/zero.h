@@ -46,11 +46,11 @@ typedef struct zero_mem {
 
 /* Per-rank model-state bytes of a model of psi parameters trained on n data-parallel
  * ranks with K optimizer bytes per parameter (k <= 0 means 12; any k > 0, also one below 1,
- * is K as it is) under `stage`:
- *   ddp   2Ψ + 2Ψ + KΨ             zero1  2Ψ + 2Ψ + KΨ/n
- *   zero2 2Ψ + 2Ψ/n + KΨ/n         zero3  (2 + 2 + K)Ψ/n
- *   hsdp  (2 + 2 + K)Ψ/G: FULL_SHARD inside groups of G = `group` ranks (group must divide n;
- *         ignored by the other stages).
+ * is K as it is) under `stage`: bf16 parameters (2 bytes each), bf16 gradients (2) and
+ * optimizer state (K), each category held whole by every rank or split evenly over the ranks
+ * that share it, as the stage shards it (zero_stage above; hsdp: FULL_SHARD inside groups of
+ * G = `group` ranks, and the group must divide n; ignored by the other stages). Exact
+ * figures: not rounded, not padded.
  * ctx (may be NULL) receives error messages. Returns 0, or RL_ERR_ARG for psi < 0, a NaN or
  * infinite psi or k (+inf or -inf: checked before k gets its default), n < 1, an unknown
  * stage, out NULL, or (hsdp) a group that does not divide n (group < 1 included; a group > n
@@ -199,13 +199,14 @@ int zero3_wait(zero_engine *e, int u);
 /* Frees unit u's gathered parameters: waits for its all-gather first if it is still in
  * flight, then detaches and frees `full`; nothing to do if not gathered. */
 int zero3_free(zero_engine *e, int u);
-/* Unit callbacks (model unit mu, arg = the engine): gather a unit before its forward and
- * free it after; gather it again before its backward and free it after; prefetch the
- * next unit (forward u+1, backward u−1) on the comm stream when the config asks (only
- * then). Where a callback issues both, the current unit's gather first: the prefetch goes
- * after it — before or after waiting for the current unit's gather, never after its
- * compute — so that the unit needed now never queues behind the prefetch. Before a unit's
- * backward the bucket (zero_pre_backward) may be made before or after its gather. */
+/* Unit callbacks (model unit mu, arg = the engine; forward enters a unit at its first model
+ * unit and leaves it at its last, backward enters at its last and leaves at its first): gather
+ * a unit before its forward and free it after; gather it again before its backward and free
+ * it after; prefetch the next unit (forward u+1, backward u−1) on the comm stream when the
+ * config asks (only then). Where a callback issues both, the current unit's gather first:
+ * the prefetch goes after it — before or after waiting for the current unit's gather, never
+ * after its compute — so that the unit needed now never queues behind the prefetch. Before a
+ * unit's backward the bucket (zero_pre_backward) may be made before or after its gather. */
 int zero3_pre_forward(rl_unit *mu, void *arg);
 int zero3_post_forward(rl_unit *mu, void *arg);
 int zero3_pre_backward(rl_unit *mu, void *arg);
@@ -213,11 +214,11 @@ int zero3_post_backward(rl_unit *mu, void *arg);
 
 /* ================================================================== 29.5 hybrid sharding */
 
-/* The 2-D mesh of HYBRID_SHARD from rl_comm_split: world rank w is in shard group w / group
- * (ranks w − w % group .. +group−1, e.g. one node) at index w % group; *replica links the
- * ranks with the same index in every group, at index w / group. The key of a split only
- * orders the ranks: any key increasing with the index wanted (w % group or w in the shard
- * group, w / group or w in the replica one) will do. group = the world size gives a replica
+/* The 2-D mesh of HYBRID_SHARD from rl_comm_split: *shard is this rank's block of `group`
+ * consecutive world ranks (e.g. one node), ordered by world rank; *replica links the ranks at
+ * the same position in every block, ordered by block (world 6, group 3: shard groups {0,1,2}
+ * and {3,4,5}, replica groups {0,3}, {1,4}, {2,5}). The key of a split only orders the ranks:
+ * any key that gives these orders will do. group = the world size gives a replica
  * communicator of one rank. RL_ERR_ARG, before any split, when group does not divide the
  * world size (group < 1 included). */
 int hsdp_make_mesh(rl_comm *world, int group, rl_comm **shard, rl_comm **replica);

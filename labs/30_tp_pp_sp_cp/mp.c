@@ -63,14 +63,13 @@ int tp_mlp_init(tp_mlp *m, rl_comm *tp, const rl_tensor *w1_full, const rl_tenso
                 const rl_tensor *w2_full, const rl_tensor *b2_full, int sequence_parallel)
 {
     rl_ctx *ctx = tp ? rl_comm_ctx(tp) : NULL;
-    /* TODO(30.1): shard the dense weights (Shape).
-     *  - memset *m, set ctx, tp, t = rl_comm_size(tp), rank = rl_comm_rank(tp), sequence_parallel;
-     *  - h = w1_full->shape[0], f = w1_full->shape[1]; refuse f % t != 0 and shapes that disagree
-     *    (RL_ERR_ARG with a message naming the numbers);
-     *  - ColumnParallelLinear: w1 [h, f/t] (dims "h,4h/t") = columns rank·f/t .. of A, b1 [f/t] the
-     *    same slice of a; RowParallelLinear: w2 [f/t, h] (dims "4h/t,h") = rows rank·f/t .. of B;
-     *    b2 = all of c (added once, after g). copy_block() does the slicing;
-     *  - dw1, db1, dw2, db2: zeroed tensors of the same shapes under RL_MEM_GRAD. */
+    /* TODO(30.1): the contract is README.md, step 30.1. In short: set ctx, tp, t, rank, h, f and
+     * sequence_parallel from tp and the dense weights, and build this rank's shards under
+     * RL_MEM_PARAM — w1 [h, f/t] (dims "h,4h/t") the r-th block of A's columns, b1 [f/t] the same
+     * slice of a, w2 [f/t, h] (dims "4h/t,h") the rows of B that match them, b2 all of c — with
+     * zeroed dw1, db1, dw2, db2 of the same shapes under RL_MEM_GRAD. Refuse f not divisible by t
+     * (RL_ERR_ARG, a message naming f and t) and shapes that disagree (RL_ERR_ARG, a message).
+     * The helpers above slice and shape tensors. Stuck: make hint LAB=30 STEP=30.1 */
     (void)m, (void)w1_full, (void)b1_full, (void)w2_full, (void)b2_full, (void)sequence_parallel;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -80,12 +79,10 @@ int tp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y)
 {
     if (m->sequence_parallel)
         return sp_mlp_forward(m, x, y);
-    /* TODO(30.1): Y = GeLU(X·A_r + a_r)·B_r summed over ranks, + c.
-     *  - free_saved(m); m->x_in = a copy of x (f is the identity forward: x is already whole);
-     *  - m->hpre = like(ctx, x, "hpre", f/t, "4h/t", RL_MEM_ACTIVATION): [b, s, 4h/t]; rl_matmul,
-     *    rl_bias_add(b1), m->hact = GeLU(hpre);
-     *  - y = hact·w2: a PARTIAL sum (this rank's f/t rows of B only);
-     *  - g: ONE rl_all_reduce(m->tp, y, y, RL_SUM, 0); then rl_bias_add(y, b2). */
+    /* TODO(30.1): y [b, s, h] (overwritten, the same on every rank of m->tp) = the dense
+     * GeLU(x·A + a)·B + c, c counted once. One all-reduce of b·s·h elements on m->tp, no other
+     * communication. Allocate saved activations under RL_MEM_ACTIVATION: x_in, and hpre, hact
+     * [b, s, 4h/t], replacing the previous forward's; nothing else outlives the call. */
     (void)x, (void)y;
     return rl_error(m->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -95,11 +92,10 @@ int tp_mlp_backward(tp_mlp *m, const rl_tensor *dy, rl_tensor *dx)
 {
     if (m->sequence_parallel)
         return sp_mlp_backward(m, dy, dx);
-    /* TODO(30.1): the backward (g is the identity: dy is whole on every rank).
-     *  - db2 += Σ dy (rl_bias_backward); rl_matmul_backward(hact, w2, dy) → dhact (beta 0), dw2 (beta 1);
-     *  - dhpre = GeLU'(hpre)·dhact; db1 += Σ dhpre; rl_matmul_backward(x_in, w1, dhpre) → dx, dw1;
-     *  - f backward: dx covers only this rank's f/t columns: ONE rl_all_reduce of dx. Forget it and
-     *    dx is 1/t of the truth (roughly) — the gradient of everything before the MLP is wrong. */
+    /* TODO(30.1): dx [b, s, h] (overwritten, the same on every rank) = the dense input gradient;
+     * dw1, db1, dw2 += this rank's slices of the dense gradients and db2 += c's gradient (they
+     * accumulate over calls). One all-reduce of b·s·h elements on m->tp, no other communication;
+     * its temporaries freed. */
     (void)dy, (void)dx;
     return rl_error(m->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.1 (tensor-parallel MLP) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -111,11 +107,11 @@ int tp_attn_init(tp_attn *a, rl_comm *tp, int heads, const rl_tensor *wq, const 
                  const rl_tensor *wv, const rl_tensor *wo)
 {
     rl_ctx *ctx = tp ? rl_comm_ctx(tp) : NULL;
-    /* TODO(30.2): heads split across ranks.
-     *  - refuse heads % t != 0 with RL_ERR_ARG and a message naming a and t ("every rank needs
-     *    whole heads"); also h % heads != 0;
-     *  - wq, wk, wv: columns rank·h/t .. of the dense [h, h] (dims "h,h/t": heads rank·a/t ..
-     *    sit side by side there); wo: rows rank·h/t .. (dims "h/t,h"); local_heads = a/t. */
+    /* TODO(30.2): the contract is README.md, step 30.2. In short: rank r keeps whole heads, the
+     * r-th group of a/t: wq, wk, wv [h, h/t] (dims "h,h/t") their columns side by side, wo [h/t, h]
+     * (dims "h/t,h") the matching rows, under RL_MEM_PARAM; and the fields ctx, tp, t, rank, heads,
+     * local_heads, h, head_dim. Refuse heads not divisible by t (RL_ERR_ARG, a message naming a and
+     * t) and h not divisible by heads. Stuck: make hint LAB=30 STEP=30.2 */
     (void)a, (void)heads, (void)wq, (void)wk, (void)wv, (void)wo;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.2 (tensor-parallel attention) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -123,8 +119,10 @@ int tp_attn_init(tp_attn *a, rl_comm *tp, int heads, const rl_tensor *wq, const 
 
 int tp_attn_forward(tp_attn *a, const rl_tensor *x, rl_tensor *y)
 {
-    /* TODO(30.2): q, k, v = x·wq, x·wk, x·wv ([b, s, h/t]); rl_attention_forward with
-     * local_heads (probs [b, a/t, s, s]); y = out·wo (partial); ONE all-reduce (g). Free temps. */
+    /* TODO(30.2): y [b, s, h] (overwritten, the same on every rank) = the dense causal attention
+     * of x through Wq, Wk, Wv and Wo. rl_attention_forward sees this rank's heads: q, k, v
+     * [b, s, h/t] (dims "b,s,h/t") and probs [b, a/t, s, s] (dims "b,a/t,s,s"). One all-reduce of
+     * b·s·h elements on a->tp, no other collective; every temporary freed. */
     (void)x, (void)y;
     return rl_error(a->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.2 (tensor-parallel attention) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -134,11 +132,12 @@ int tp_attn_forward(tp_attn *a, const rl_tensor *x, rl_tensor *y)
 
 int sp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y)
 {
-    /* TODO(30.3): x, y are [s/t, b, h] (this rank's sequence positions).
-     *  - free_saved(m); m->x_in = scaled_first(ctx, x, "x_in", t, "s"); rl_all_gather(x → x_in);
-     *  - the same column/row-parallel compute as 30.1 into a temporary z [s, b, h];
-     *  - rl_reduce_scatter(m->tp, z, y, RL_SUM, 0): rank r receives the summed rows of its s/t
-     *    positions (NOT an all-reduce: same result, twice the bytes); + b2; free z. */
+    /* TODO(30.3): the contract is README.md, step 30.3. In short: x, y are [s/t, b, h], this rank's
+     * positions in Megatron's [s, b, h] layout; y = those rows of the dense MLP's output, c once.
+     * Saves x_in = the whole input [s, b, h] and hpre, hact [s, b, 4h/t] (RL_MEM_ACTIVATION). On
+     * m->tp: an all-gather before the column-parallel linear and a reduce-scatter after the
+     * row-parallel one, each of b·s·h elements, never an all-reduce; no temporary outlives the
+     * call. Stuck: make hint LAB=30 STEP=30.3 */
     (void)x, (void)y;
     return rl_error(m->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.3 (sequence parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -146,8 +145,10 @@ int sp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y)
 
 int sp_mlp_backward(tp_mlp *m, const rl_tensor *dy, rl_tensor *dx)
 {
-    /* TODO(30.3): db2 += Σ dy (this rank's rows); all-gather dy → [s, b, h]; the 30.1 backward
-     * into a partial dx [s, b, h]; rl_reduce_scatter it into dx [s/t, b, h]. */
+    /* TODO(30.3): dy, dx [s/t, b, h]: dx (overwritten) = this rank's rows of the dense input
+     * gradient; dw1, db1, dw2 += the dense slices (the whole sequence), db2 += the sum of dy over
+     * this rank's rows only. An all-gather, then a reduce-scatter, of b·s·h elements each, never an
+     * all-reduce; temporaries freed. */
     (void)dy, (void)dx;
     return rl_error(m->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.3 (sequence parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -157,15 +158,12 @@ int sp_mlp_backward(tp_mlp *m, const rl_tensor *dy, rl_tensor *dx)
 
 rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *err, size_t errlen)
 {
-    /* TODO(30.4): s = rl_pp_schedule_empty(p, m, v, 0, err, errlen); s->kind = kind; then for each
-     * stage r append its ops (rl_pp_schedule_append(s, r, 'F' or 'B', mb, chunk)):
-     *  - gpipe: F0..F(m−1), B0..B(m−1) (v = 1; refuse another v, as for 1f1b);
-     *  - 1f1b: warm-up w = min(p−r−1, m) forwards, then (F(w+i), B(i)) for i < m−w, then the rest of B;
-     *  - interleaved (2 <= v <= MP_MAX_CHUNKS, m % p == 0): total = m·v virtual micro-batches,
-     *    warm-up min((p−r−1)·2 + (v−1)·p, total); the k-th forward is chunk (k mod pv)/p of
-     *    micro-batch (k / pv)·p + k mod p; the k-th backward the same micro-batch with chunk
-     *    v−1−(k mod pv)/p; warm-up forwards, then one F one B, then the remaining B (p >= 2);
-     * Refuse bad arguments (NULL, message in err; mp.h lists them). */
+    /* TODO(30.4): the contract is README.md, step 30.4. In short: per-stage op lists built with
+     * rl_pp_schedule_empty / rl_pp_schedule_append that carry the kind, p, m and v asked for
+     * (s->kind = kind: rl_pp_schedule_empty leaves it custom), each F and B of every (micro-batch,
+     * chunk) once per stage, in the order README.md fixes for GPipe, 1F1B (stage r holds at most
+     * min(p − r, m) micro-batches) and Megatron's interleaved schedule. Refuse bad arguments: NULL
+     * and a message in err (mp.h lists them). Stuck: make hint LAB=30 STEP=30.4 */
     (void)kind, (void)p, (void)m, (void)v;
     snprintf(err, errlen, "step 30.4 (pipeline schedules) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
     return NULL;
@@ -173,18 +171,15 @@ rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *er
 
 int pp_execute(pp_stage *st, const rl_pp_schedule *s)
 {
-    /* TODO(30.4): run this stage's list s->ops[st->rank] (s->nops[st->rank] ops). Buffers [rows, h]
-     * (RL_MEM_COMM): one for the output, one input per kind (activations, gradients). For op i:
-     *  - rl_pp_op_peers(s, rank, op, &from, &to);
-     *  - ONE group (rl_group_start/end) with: the pending send of the previous op's output (if
-     *    any), the receive of this op's input (from >= 0: 'F' on act_comm, 'B' on grad_comm), and
-     *    — interleaved only (s->v > 1), on a stage whose list mixes F and B — the receive of op
-     *    i+1's input when op i+1 is of the other kind (remember it arrived, so op i+1 does not
-     *    receive again; a stage with all its F before its first B must not: see mp.h);
-     *  - pp_stage_forward(st, mb, chunk, from >= 0 ? in : NULL, to >= 0 ? out : NULL) (or
-     *    pp_stage_backward); if to >= 0 the output becomes the pending send;
-     *  - after the loop send what is still pending. An unpaired blocking send waits for a
-     *    receive the peer has not posted yet: a deadlock (the watchdog ends the run). */
+    /* TODO(30.4): run this stage's list s->ops[st->rank] (s->nops[st->rank] ops), each op once,
+     * with pp_stage_forward / pp_stage_backward; inputs from and outputs to the stages
+     * rl_pp_op_peers names, activations on act_comm, gradients on grad_comm. A send completes
+     * only when the peer posts the matching receive: an op's output is in flight together with
+     * the next op's receive (one group), and interleaved stages whose list mixes F and B also
+     * receive the next op's input with it when it is of the other kind (mp.h). Every output
+     * leaves, the last one too (after the loop send what is still pending). Buffers [rows, h]
+     * (RL_MEM_COMM): one for the output, one input per kind (activations, gradients); all freed
+     * before it returns. */
     (void)s;
     return rl_error(st->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.4 (pipeline executor) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -194,8 +189,11 @@ int pp_execute(pp_stage *st, const rl_pp_schedule *s)
 
 int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *err, size_t errlen)
 {
-    /* TODO(30.5): contiguous: pos[i] = rank·seq/cp + i (seq % cp == 0); zig-zag: chunks rank and
-     * 2cp−rank−1 of 2cp (rl_cp_zigzag_chunks names them). Refuse bad input (message in err). */
+    /* TODO(30.5): the contract is README.md, step 30.5. In short: pos[0 .. seq/cp − 1] = the global
+     * positions of this rank's rows in local order — contiguous: its block of seq/cp consecutive
+     * positions; zig-zag: chunk rank of 2cp ascending, then chunk 2cp−rank−1 (rl_cp_zigzag_chunks
+     * names them). Nothing written past pos[seq/cp − 1]. RL_ERR_ARG with a message in err for a
+     * bad cp, rank or seq. Stuck: make hint LAB=30 STEP=30.5 */
     (void)seq, (void)cp, (void)rank, (void)zigzag, (void)pos;
     snprintf(err, errlen, "step 30.5 (context parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
     return RL_ERR_NOT_IMPLEMENTED;
@@ -204,10 +202,10 @@ int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *
 int cp_lse_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                  int n_heads)
 {
-    /* TODO(30.5): for every (batch, head, row i): l = lse[(b·nh + head)·sq + i], lb = lse_b[...];
-     * skip rows with lb = −∞; l' = max + log(exp(l − max) + exp(lb − max)) (stable);
-     * out row (elements (b·sq + i)·nh·hd + head·hd ..) ← exp(l − l')·out + exp(lb − l')·out_b;
-     * lse ← l'. Use rl_tensor_get / rl_tensor_set. */
+    /* TODO(30.5): (out, lse) ← the attention output and log-sum-exp of every (batch, head, row)
+     * over the union of the two disjoint key sets that (out, lse) and (out_b, lse_b) cover
+     * (layouts: mp.h); exact for any finite lse, |lse| near 800 included; an lse of −∞ is an empty
+     * set. Not through rl_attn_merge / rl_attn_merge_rows. */
     (void)out, (void)lse, (void)out_b, (void)lse_b, (void)n_heads;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.5 (context parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");
@@ -217,13 +215,12 @@ int cp_ring_attention(rl_comm *cp, const rl_tensor *q, const rl_tensor *k, const
                       int zigzag, const int64_t *pos, rl_tensor *out, int64_t *work)
 {
     rl_ctx *ctx = rl_comm_ctx(cp);
-    /* TODO(30.5): ring attention.
-     *  - out, lse ← rl_attn_block_forward_pos(q, k, v, pos, pos) (lse [b, nh, s/cp] f32);
-     *  - for step = 1 .. cp−1: in ONE group send the K and V blocks you hold to r+1 and receive
-     *    r−1's (two buffers each, swap); the block came from src = (r − step) mod cp: its positions
-     *    are cp_positions(seq, cp, src, zigzag); (o_b, lse_b) ← block(q, k_b, v_b, pos, kpos);
-     *    cp_lse_merge(out, lse, o_b, lse_b);
-     *  - *work += rl_cp_causal_work(pos, s/cp, kpos, s/cp) for every block (when work != NULL). */
+    /* TODO(30.5): out (overwritten) = causal attention of this rank's queries against the whole
+     * sequence. K/V blocks travel the ring of cp with rl_send / rl_recv only: cp − 1 steps, each
+     * sending the K and V blocks to one neighbour and receiving from the other (the same
+     * direction on every rank), a step's send and receive in flight together; never a collective.
+     * Every block attended once with its own positions and merged with cp_lse_merge; *work (when
+     * not NULL) += the unmasked score entries computed; nothing left allocated. */
     (void)q, (void)k, (void)v, (void)n_heads, (void)zigzag, (void)pos, (void)out, (void)work;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.5 (context parallelism) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");

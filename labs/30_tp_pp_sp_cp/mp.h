@@ -51,11 +51,11 @@ typedef struct tp_mlp {
  * message when the shapes disagree. */
 int tp_mlp_init(tp_mlp *m, rl_comm *tp, const rl_tensor *w1_full, const rl_tensor *b1_full,
                 const rl_tensor *w2_full, const rl_tensor *b2_full, int sequence_parallel);
-/* TP forward: x [b, s, h] (replicated on every rank) → y [b, s, h] (replicated, overwritten):
- * f = identity, column-parallel linear + bias + GeLU, row-parallel linear, g = ONE all-reduce,
- * + c (added once: after g, or by one rank before it). With t = 1 the all-reduce is a copy
- * (calling it or not is fine). Under sequence_parallel it calls sp_mlp_forward. Saves what
- * the backward needs (x_in, hpre, hact). */
+/* TP forward: x [b, s, h] (replicated on every rank) → y [b, s, h] (replicated, overwritten)
+ * = the dense GeLU(x·A + a)·B + c, c counted once, with g's ONE all-reduce of b·s·h elements
+ * over tp and no other communication. With t = 1 the all-reduce is a copy (calling it or not
+ * is fine). Under sequence_parallel it calls sp_mlp_forward. Saves what the backward needs
+ * (x_in, hpre, hact). */
 int tp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y);
 /* TP backward: dy [b, s, h] (replicated) → dx [b, s, h] (overwritten; replicated after f's
  * ONE all-reduce); accumulates dw1, db1, dw2, db2. Under sequence_parallel: sp_mlp_backward. */
@@ -66,8 +66,9 @@ void tp_mlp_free(tp_mlp *m);
 /* ================================================================== 30.2 TP attention */
 
 /* Multi-head causal self-attention with the heads split across the TP ranks: Wq, Wk, Wv
- * [h, h] split by columns (rank r keeps heads r·a/t .. (r+1)·a/t − 1, dims "h,h/t"), the
- * output projection Wo [h, h] split by rows (dims "h/t,h"); one all-reduce after it. */
+ * [h, h] split by columns (rank r keeps whole heads, the r-th group of a/t consecutive ones,
+ * side by side: dims "h,h/t"), the output projection Wo [h, h] split by rows to match (dims
+ * "h/t,h"); one all-reduce after it. */
 typedef struct tp_attn {
     rl_ctx *ctx;
     rl_comm *tp;                /* the tensor-parallel group (as tp_mlp's: maybe one of several) */
@@ -79,10 +80,11 @@ typedef struct tp_attn {
 } tp_attn;
 
 /* Fills a's shards from the dense wq, wk, wv, wo [h, h] and `heads`. RL_ERR_ARG with a clear
- * message when heads is not divisible by t (or h by heads). */
+ * message when heads is not divisible by t (naming a and t) (or h by heads). */
 int tp_attn_init(tp_attn *a, rl_comm *tp, int heads, const rl_tensor *wq, const rl_tensor *wk,
                  const rl_tensor *wv, const rl_tensor *wo);
-/* y [b, s, h] (replicated) = causal attention of x [b, s, h] (replicated). */
+/* y [b, s, h] (replicated, overwritten) = causal attention of x [b, s, h] (replicated): one
+ * all-reduce of b·s·h over tp, every temporary freed. */
 int tp_attn_forward(tp_attn *a, const rl_tensor *x, rl_tensor *y);
 /* Frees the shards (support). */
 void tp_attn_free(tp_attn *a);
@@ -90,12 +92,14 @@ void tp_attn_free(tp_attn *a);
 /* ================================================================== 30.3 sequence parallel */
 
 /* Under sequence_parallel, x and y are this rank's s/t positions in Megatron's [s, b, h]
- * layout (rank r: rows r·(s/t)·b .. of the [s·b, h] matrix): all-gather x along s into
- * [s, b, h] (saved as x_in), the TP MLP, then REDUCE-SCATTER the row-parallel output back
- * to [s/t, b, h] (+ c). Same bytes on the wire as TP's all-reduce. */
+ * layout (rank r: the r-th block of s/t positions, a contiguous run of rows of the [s·b, h]
+ * matrix); y = those rows of the TP MLP's output (+ c once). Over tp it all-gathers along s
+ * (x_in [s, b, h] is saved) and REDUCE-SCATTERs the row-parallel output, each of b·s·h
+ * elements, never an all-reduce: same bytes on the wire as TP's all-reduce. */
 int sp_mlp_forward(tp_mlp *m, const rl_tensor *x, rl_tensor *y);
-/* Backward: all-gather dy [s/t, b, h] → [s, b, h], the TP MLP backward, REDUCE-SCATTER the
- * partial dx into dx [s/t, b, h]. */
+/* Backward: dy [s/t, b, h] → dx [s/t, b, h] (this rank's rows of the dense input gradient);
+ * dw1, db1, dw2 accumulate the dense slices, db2 the sum of dy over this rank's rows only. An
+ * all-gather, then a REDUCE-SCATTER, of b·s·h elements each. */
 int sp_mlp_backward(tp_mlp *m, const rl_tensor *dy, rl_tensor *dx);
 
 /* A transformer half-block around the MLP (given): y = x + MLP(LayerNorm(x)). The LayerNorm
@@ -115,9 +119,11 @@ void tp_block_free(tp_block *blk);
 
 /* ================================================================== 30.4 pipeline schedules */
 
-/* Builds the per-stage op lists of a schedule (rl_pp_schedule_empty + rl_pp_schedule_append):
- *  RL_PP_GPIPE        every stage: F0 .. F(m−1), then B0 .. B(m−1)
- *  RL_PP_1F1B         stage r: min(p−r−1, m) warm-up forwards, then one F one B, then the rest of B
+/* Builds the per-stage op lists of a schedule (rl_pp_schedule_empty + rl_pp_schedule_append),
+ * with the kind, p, m and v asked for; the order of each list (README.md, step 30.4):
+ *  RL_PP_GPIPE        every stage: all forwards, then all backwards, each in micro-batch order
+ *  RL_PP_1F1B         stage r holds at most min(p − r, m) micro-batches: its first B as soon as
+ *                     it holds that many, then one F one B, then the rest of B
  *  RL_PP_INTERLEAVED  v >= 2 chunks per stage, m a multiple of p (Megatron's order)
  * Any m >= 1 (also m < p) for GPipe and 1F1B. NULL with a message in err for bad arguments:
  * p < 1, m < 1 or m > MP_MAX_MB; v != 1 for GPipe and 1F1B (one chunk per stage); interleaved
@@ -155,12 +161,13 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
 /* Executes this stage's op list of s (one training step): before each op receive its input
  * (rl_pp_op_peers says from whom; activations on act_comm, gradients on grad_comm), run it,
  * and send its output on. A send completes only when the peer posts the matching receive,
- * so pair each pending send with the next receive in ONE rl_group_start/rl_group_end
- * (Megatron's send_forward_recv_backward ...); interleaved schedules (s->v > 1) also post
- * the next op's receive when it is of the other kind (F vs B), on a stage whose list mixes F
- * and B (a stage that runs all its F before its first B — m = p — has no steady phase: its
- * first B's gradient needs its last F's output first, so it is received with that B). Its p2p
- * buffers are charged to RL_MEM_COMM and freed before it returns. */
+ * so each op's output is in flight together with the next op's receive, in ONE
+ * rl_group_start/rl_group_end (Megatron's send_forward_recv_backward ...); interleaved
+ * schedules (s->v > 1) also post the next op's receive when it is of the other kind (F vs B),
+ * on a stage whose list mixes F and B (a stage that runs all its F before its first B — m = p —
+ * has no steady phase: its first B's gradient needs its last F's output first, so it is
+ * received with that B). Its p2p buffers are charged to RL_MEM_COMM and freed before it
+ * returns. */
 int pp_execute(pp_stage *st, const rl_pp_schedule *s);
 
 /* Builds a stage (given): weights W_vs from the seed (pp_weight_init), zero gradients, the
@@ -176,16 +183,18 @@ void pp_target(rl_tensor *y, int mb, uint64_t seed);
 
 /* This rank's positions of a sequence of `seq` split over cp ranks: contiguous (rank r holds
  * r·seq/cp ..) or zig-zag (chunks r and 2cp−r−1 of 2cp, rl_cp_zigzag_chunks). Fills pos
- * [seq/cp] in local order: pos[i] is the global position of local row i — contiguous
- * r·seq/cp + i; zig-zag chunk r's positions ascending, then chunk 2cp−r−1's (as
+ * [seq/cp] in local order: pos[i] is the global position of local row i — contiguous: the
+ * r-th block, ascending; zig-zag: chunk r's positions ascending, then chunk 2cp−r−1's (as
  * common/attn_blocks.h's rl_cp_zigzag_positions, which mp.c may not call). RL_ERR_ARG with a
  * message in err unless seq is divisible by cp (zig-zag: by 2cp), cp >= 1 and 0 <= rank < cp. */
 int cp_positions(int64_t seq, int cp, int rank, int zigzag, int64_t *pos, char *err, size_t errlen);
 /* The log-sum-exp merge: (out, lse) ← (out, lse) ⊕ (out_b, lse_b), out [b, sq, nh·hd], lse
- * [b, nh, sq] (layouts of attn_blocks.h): lse' = lse + log(1 + exp(lse_b − lse)),
- * out' = exp(lse − lse')·out + exp(lse_b − lse')·out_b, exact for any finite lse (also in the
- * hundreds); a −∞ row merges as "nothing" (lse_b = −∞ leaves the row, lse = −∞ takes out_b's,
- * both −∞ stays empty). Rows and heads in any order; in float or in double. */
+ * [b, nh, sq] (layouts of attn_blocks.h). Each row's (out, lse) is its attention output and
+ * log Σ exp(score) over one set of keys, (out_b, lse_b) over another, disjoint set; afterwards
+ * (out, lse) are those over the union — what one softmax over both gives — exact for any finite
+ * lse (also in the hundreds); a −∞ row merges as "nothing" (lse_b = −∞ leaves the row,
+ * lse = −∞ takes out_b's, both −∞ stays empty). Rows and heads in any order; in float or in
+ * double. */
 int cp_lse_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *out_b, const rl_tensor *lse_b,
                  int n_heads);
 /* Ring attention on rank r of cp (the context-parallel group, maybe one of several in a larger

@@ -23,18 +23,15 @@
 int mesh_layout_make(const rl_mesh_shape *shape, int world, const rl_hw *hw, mesh_layout *out, char *err,
                      size_t errlen)
 {
-    /* TODO(31.1): lay out the mesh (lab31.h gives the rank formulas).
-     *  - Refuse bad shapes with RL_ERR_ARG and a message in err saying what to change: a size
-     *    < 1, dp·pp·cp·tp != world, ep not dividing dp, an unknown order, world outside
-     *    1..RL_MESH_MAX_RANKS.
-     *  - Per rank r: coordinates (TP innermost: tp = r % TP, cp = r / TP % CP, then pp and dp
-     *    in the shape's order; ep = dp % EP, edp = dp / EP); node = r / gpus_per_node.
-     *  - Per kind of group and rank: group id = the smallest rank of the group (the rank with
-     *    that coordinate at its first value, the others unchanged), index = the coordinate
-     *    along the group (dp for DP, ep for EP, edp for EDP); size[] per kind.
-     *  - tp_crosses_node and a warning naming the first TP group that spans two nodes.
+    /* TODO(31.1): the contract is README.md, step 31.1. In short: fill out with every rank's
+     * coordinates (tp changing fastest, then cp, then pp and dp in the shape's order; ep inside
+     * dp), its node, and per kind of group the group's id (its smallest rank), the rank's index
+     * in it (ascending ranks) and the group size; tp_crosses_node and a warning naming the first
+     * TP group that spans two nodes by its first and last rank. Refuse a bad shape (a size < 1,
+     * a product that is not the world, ep not dividing dp, an unknown order, a world outside
+     * 1..RL_MESH_MAX_RANKS) with RL_ERR_ARG and a message in err saying what to change.
      * Sanity check: dp=2, pp=2, tp=2 on 8 ranks → TP groups {0,1} {2,3}..., PP {0,2} {1,3}
-     * {4,6} {5,7}, DP {0,4} {1,5} {2,6} {3,7}. */
+     * {4,6} {5,7}, DP {0,4} {1,5} {2,6} {3,7}. Stuck: make hint LAB=31 STEP=31.1 */
     (void)shape, (void)world, (void)hw, (void)out;
     if (err && errlen)
         snprintf(err, errlen, "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md, "
@@ -44,12 +41,12 @@ int mesh_layout_make(const rl_mesh_shape *shape, int world, const rl_hw *hw, mes
 
 int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
 {
-    /* TODO(31.1): one rl_comm_split(rl_comm_world(ctx), color, key) per kind of group, in
-     * mesh_dim order (every rank must make the same calls in the same order: they are
-     * collectives): color = lay->group[d][rank], key = lay->index[d][rank]. Then rank 0
-     * records the mesh for the mesh view: rl_ctx_set_mesh(ctx, n, names, sizes) with names
-     * outermost first, e.g. {"dp", "pp", "tp"} ({"pp", "dp", "tp"} in the order tp-cp-dp-pp;
-     * cp only when > 1; dp as {"edp", "ep"} when ep > 1). */
+    /* TODO(31.1): every rank calls this with the same layout. Afterwards out->c[d] is this
+     * rank's communicator of each kind, members in ascending rank order, made by exactly one
+     * rl_comm_split of the world per kind, in mesh_dim order, with color = the group id. Rank 0
+     * records the mesh for the mesh view (rl_ctx_set_mesh) with names outermost first, e.g.
+     * {"dp", "pp", "tp"} ({"pp", "dp", "tp"} in the order tp-cp-dp-pp; cp only when > 1; dp as
+     * {"edp", "ep"} when ep > 1). */
     (void)lay, (void)out;
     return NOT_YET(ctx, "31.1", "device mesh: communicators");
 }
@@ -58,29 +55,26 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
 
 int td_train_step(td_engine *e, int64_t step, float *loss)
 {
-    /* TODO(31.2): the composition — the blocks are given (lab31.h), the order is yours.
-     *  - zero e->flat_grad (backward accumulates) and e->loss_sum;
-     *  - walk this stage's 1F1B list e->sched->ops[e->stage] (e->sched->nops[e->stage] ops):
-     *    for each op, first td_p2p(e, <the PP group>, pending, op) — the previous op's output
-     *    goes out in the same group as this op's input comes in — then rl_pp_mark, the op
-     *    (td_stage_forward / td_stage_backward on <the TP group>), rl_pp_unmark; pending = op;
-     *  - after the last op, send what is pending (td_p2p(e, pp, pending, NULL));
-     *  - td_zero1_update(e);
-     *  - *loss = e->loss_sum / m on the last stage, 0 elsewhere.
-     * Which communicator is which: e->comms.tp, e->comms.pp, e->comms.dp. */
+    /* TODO(31.2): the contract is README.md, step 31.2. In short: one training step of this
+     * rank — afterwards its parameters are those of one AdamW step on the mean loss over the
+     * global batch, as a one-rank run has them. Every op of this stage's 1F1B list
+     * (e->sched->ops[e->stage]) runs once, in the list's order, each between rl_pp_mark and
+     * rl_pp_unmark; all-reduces only in the given blocks, on e->comms.tp; pipeline traffic only
+     * through td_p2p, on e->comms.pp; every send and receive of the step done before ZeRO-1
+     * begins; *loss the mean micro-batch loss on the last stage, 0 elsewhere (loss may be NULL).
+     * Stuck: make hint LAB=31 STEP=31.2 */
     (void)step, (void)loss;
     return NOT_YET(e->ctx, "31.2", "3D training step");
 }
 
 int td_zero1_update(td_engine *e)
 {
-    /* TODO(31.2): ZeRO-1 over the DATA-PARALLEL group (e->comms.dp, size e->cfg.dp):
-     *  - mine = the slice of e->flat_grad at e->dp_rank·e->shard (e->shard long);
-     *    rl_reduce_scatter(dp, e->flat_grad, mine, RL_SUM, 0), then ÷ dp (rl_scale);
-     *  - e->step++; rl_adamw_step(ctx, &e->cfg.adamw, e->step, <my piece of flat_param>,
-     *    mine, NULL, e->exp_avg, e->exp_avg_sq) (f32 parameters: no master copy);
-     *  - rl_all_gather(dp, <my piece of flat_param>, e->flat_param, 0).
-     * With dp = 1 skip the collectives. Free your slices. */
+    /* TODO(31.2): ZeRO-1 over the DATA-PARALLEL group (e->comms.dp, size e->cfg.dp). Afterwards
+     * every DP rank holds the same updated e->flat_param; each DP rank ran AdamW only on its own
+     * piece (e->shard elements; moments e->exp_avg / e->exp_avg_sq; e->step counts the steps
+     * from 1; f32 parameters, no master copy) with the mean over DP of the gradients. Traffic:
+     * one reduce-scatter and one all-gather of the whole padded vector on the DP group, nothing
+     * else (dp = 1: none needed). Free the views you make. */
     return NOT_YET(e->ctx, "31.2", "ZeRO-1 update over the DP group");
 }
 
@@ -89,9 +83,10 @@ int td_zero1_update(td_engine *e)
 int moe_route(rl_ctx *ctx, const float *logits, int64_t tokens, int experts, int top_k, float *probs, int *expert,
               float *weight)
 {
-    /* TODO(31.3): per token: softmax over all E logits (subtract the max) into probs; the
-     * top_k most probable experts, best first (ties → lower id) into expert; their weights
-     * renormalised over the chosen ones into weight. */
+    /* TODO(31.3): the contract is README.md, step 31.3. In short: per token, probs = the softmax
+     * over all E logits (finite for any finite logits); expert = the top_k most probable, best
+     * first, ties → lower id; weight = their probabilities renormalised over the chosen ones.
+     * Stuck: make hint LAB=31 STEP=31.3 */
     (void)logits, (void)tokens, (void)experts, (void)top_k, (void)probs, (void)expert, (void)weight;
     return NOT_YET(ctx, "31.3", "MoE router: softmax and top-k");
 }
@@ -99,38 +94,33 @@ int moe_route(rl_ctx *ctx, const float *logits, int64_t tokens, int experts, int
 int moe_plan_make(rl_ctx *ctx, const int *expert, int64_t tokens, int experts, int top_k, int ep, double cf,
                   moe_plan *p)
 {
-    /* TODO(31.3): capacity C = ceil(T·k / E · cf) (cf <= 0 → 1); visit slots t·k + j in order
-     * and keep a slot while its expert has fewer than C kept (count routed, kept, dropped);
-     * send_slot = kept slots grouped by expert, arrival order inside; expert_counts = kept;
-     * send_counts[q] = rows for the experts of EP rank q (E/ep each), send_displs their
-     * prefix sums; nsend. p was allocated by moe_plan_alloc(T, E, k, ep). */
+    /* TODO(31.3): capacity C = ceil(T·k / E · cf) per expert (cf <= 0 means 1); slot t·k + j
+     * (token t's j-th choice) arrives in slot order and each expert keeps its first C slots.
+     * Fill routed (before dropping), kept, dropped, nsend, send_slot (the kept slots grouped by
+     * expert, ascending, arrival order inside), expert_counts (= kept) and per EP rank its rows
+     * (send_counts) and first row (send_displs). p was allocated by moe_plan_alloc(T, E, k, ep). */
     (void)expert, (void)tokens, (void)experts, (void)top_k, (void)ep, (void)cf, (void)p;
     return NOT_YET(ctx, "31.3", "MoE capacity, dropping and dispatch plan");
 }
 
 double moe_aux_loss(const float *probs, const int *expert, int64_t tokens, int experts, int top_k, double alpha)
 {
-    /* TODO(31.3): α·E·Σᵢ fᵢ·Pᵢ — fᵢ = (slots routed to i) / (T·k), before dropping;
-     * Pᵢ = mean over tokens of probs[t·E + i]. Uniform routing gives exactly α. */
+    /* TODO(31.3): α·E·Σᵢ fᵢ·Pᵢ — fᵢ the share of the T·k routed slots that go to expert i
+     * (before dropping), Pᵢ the mean over the tokens of i's probability. Uniform routing gives
+     * exactly α. */
     (void)probs, (void)expert, (void)tokens, (void)experts, (void)top_k, (void)alpha;
     return NAN;
 }
 
 int moe_forward(moe_layer *l, rl_comm *ep, const rl_tensor *x, rl_tensor *y, moe_stats *stats)
 {
-    /* TODO(31.3): the expert-parallel forward over ep (E/ep experts per rank):
-     *  1. logits = x · l->router_w (rl_matmul), moe_route;
-     *  2. the hot-expert fault: rl_fault_skew_routing(ctx, T, k, E, ids) (returns how many
-     *     tokens it redirected; 0 without --fault hot-expert) → stats->hot_redirected;
-     *  3. moe_plan_alloc + moe_plan_make; stats: capacity, dropped, routed, kept, aux_loss;
-     *  4. exchange per-expert counts with rl_all_to_all (an E-element f32 tensor: to rank q
-     *     go the counts of q's experts) → rows you will receive from each rank per local expert;
-     *  5. dispatch: rl_gather_rows the kept tokens in send order, rl_all_to_allv (counts and
-     *     displacements in ELEMENTS: rl_moe_rows_to_elems);
-     *  6. each local expert on its received rows (moe_expert_forward), outputs in place;
-     *  7. combine: rl_all_to_allv back (the counts swapped), then y = x and
-     *     rl_scatter_add_rows(back, token of each row, weight of each row's slot, y).
-     * Tensors with 0 rows are not allowed: give empty buffers 1 row. */
+    /* TODO(31.3): y = x + Σ over each token's KEPT slots of weight · expert(x), over the EP
+     * group ep (E/ep experts per rank), with the router of l, the hot-expert fault applied to
+     * the routing (rl_fault_skew_routing; its count → stats->hot_redirected) and every field of
+     * stats filled (README.md, step 31.3). Token rows move only in two all-to-all(v) calls on
+     * ep — dispatch, and combine back; kept slots only —; any other collective traffic at most
+     * 8·E·ep + 64 bytes in all. Each rank runs only its own experts, each row once. A rank may
+     * send or receive no row: a tensor cannot have 0 rows. */
     (void)ep, (void)x, (void)y, (void)stats;
     return NOT_YET(l->ctx, "31.3", "MoE forward with expert parallelism");
 }
@@ -139,17 +129,13 @@ int moe_forward(moe_layer *l, rl_comm *ep, const rl_tensor *x, rl_tensor *y, moe
 
 int diagnose(const rl_diag_flight *fl, diag_result *out)
 {
-    /* TODO(31.4): for each communicator in the dump (fl->rec[i].comm; world's members are
-     * all ranks, another's are the ranks with records on it), walk its seqs from the lowest:
-     *  - records of the ranks at that seq: if (op, count, dtype) differ, it is a MISMATCH
-     *    and the culprit is the first rank whose call differs from the majority's;
-     *  - else a member whose highest seq is below it never got there: a HANG, and the culprit
-     *    is that missing rank (the lowest one) — not the ranks waiting inside;
-     *  - else if a record is not "completed": a hang with rank −1 (stuck elsewhere).
-     * Over communicators the earliest anomaly (lowest t_enqueued at its seq) wins; at equal
-     * times a mismatch beats a hang, then the name that sorts first. No collective anomaly but
-     * a send/recv never completed: RL_DIAG_P2P (lab31.h has the exact rules). Nothing found:
-     * kind RL_DIAG_NONE, rank −1, seq −1. */
+    /* TODO(31.4): the contract is README.md, step 31.4, and lab31.h (the exact rules, ties
+     * included). In short: the lowest seq of a communicator that is inconsistent or incomplete —
+     * a mismatch names the rank whose call differs from the majority, a hang the member that
+     * never reached the seq (NOT a rank waiting inside it) —, the earliest such anomaly over the
+     * communicators; else a send/recv never completed (RL_DIAG_P2P); else RL_DIAG_NONE, rank −1,
+     * seq −1. The records come in any order; the message is never empty.
+     * Stuck: make hint LAB=31 STEP=31.4 */
     if (out) {
         memset(out, 0, sizeof *out);
         out->rank = -1;
@@ -161,21 +147,21 @@ int diagnose(const rl_diag_flight *fl, diag_result *out)
 
 int detect_straggler(const double *step_ms, int n, straggler_result *out)
 {
-    /* TODO(31.4): mean, population stddev, cv, max/min, median (an even count: the mean of
-     * the two middle values), MAD; imbalanced = cv > 0.4 or max/min > 3; outliers x >
-     * 1.2·median with (x − median)/(1.4826·MAD) > 3.5 (MAD 0: any x above the median passes
-     * that second test); culprit = the outlier furthest above the median, else argmax
-     * when imbalanced, else −1. The course's 32 ranks near 2200 ms and one at 3150 ms pass
-     * neither cv nor max/min — only the outlier test finds that rank. */
+    /* TODO(31.4): mean, cv (population stddev), max/min, median (an even count: the mean of the
+     * two middle values), MAD; imbalanced = cv > 0.4 or max/min > 3; an outlier is above
+     * 1.2·median and more than 3.5 scaled MADs (1.4826·MAD) above the median (MAD 0: any x above
+     * the median passes that test); culprit = the outlier furthest above the median, else the
+     * slowest rank when imbalanced, else −1; ties: the lower rank. The course's 32 ranks near
+     * 2200 ms and one at 3150 ms pass neither cv nor max/min — only the outlier test finds it. */
     (void)step_ms, (void)n, (void)out;
     return NOT_YET(NULL, "31.4", "straggler detector");
 }
 
 int detect_spike(const double *norms, int steps, int ranks, int layers, spike_result *out)
 {
-    /* TODO(31.4): scan step by step, layer 0..L−1, rank by rank; flag the first norm that is
-     * not finite, or is > 5× the mean of its (rank, layer)'s last ≤ 5 finite earlier values
-     * (at least one). Fill found, step, rank, layer, value, recent_mean, nonfinite. */
+    /* TODO(31.4): the first norm in the order step, then layer 0..L−1, then rank, that is not
+     * finite, or is > 5× the mean of its (rank, layer)'s last ≤ 5 finite earlier values (at
+     * least one). Fill found, step, rank, layer, value, recent_mean, nonfinite. */
     (void)norms, (void)steps, (void)ranks, (void)layers;
     if (out)
         memset(out, 0, sizeof *out);
@@ -187,24 +173,20 @@ int detect_spike(const double *norms, int steps, int ranks, int layers, spike_re
 int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_recompute rc, int zero,
                    rl_calc_plan_row *row)
 {
-    /* TODO(31.5): calc.h's planner model for one candidate (read its comment block):
-     * dp = G/(tp·pp), m = gbs/(dp·b); links plan_group_link(hw, 1, tp), (hw, tp, pp),
-     * (hw, tp·pp, dp); per micro-batch compute (6Ψ + 12·L·h·S + recompute extra)·b·S/(tp·pp)
-     * / peak, TP 4·(L/pp) ring all-reduces of b·S·h·2 bytes, PP 2·(α + bytes/bw); step =
-     * (m + pp − 1)·(all three) + DP time by ZeRO stage; memory = rl_calc_zero(Ψ/(tp·pp),
-     * dp).bytes[zero] + rl_calc_activation(per layer, SP when tp > 1) × L/pp × min(m, pp);
-     * MFU; warnings (TP across nodes, m < 4·pp with pp > 1, out of memory). RL_ERR_ARG for
-     * a candidate that is not a valid layout (lab31.h lists them). */
+    /* TODO(31.5): the contract is README.md, step 31.5, and calc.h's planner model (its comment
+     * block and rl_calc_plan_row, field by field). In short: every field of row for this
+     * candidate, each figure as calc.h defines it, and its warning bits. RL_ERR_ARG for a
+     * candidate that is not a valid layout (lab31.h lists them; zero > 0 at dp = 1 too).
+     * Stuck: make hint LAB=31 STEP=31.5 */
     (void)in, (void)tp, (void)pp, (void)b, (void)rc, (void)zero, (void)row;
     return NOT_YET(NULL, "31.5", "planner: one candidate's cost");
 }
 
 int plan_enumerate(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen)
 {
-    /* TODO(31.5): every (tp power of two dividing G, heads and h; pp dividing G/tp and L;
-     * dp = G/(tp·pp) dividing gbs; b power of two dividing gbs/dp; recompute none, selective,
-     * full; zero 0..3, only 0 when dp = 1) through plan_candidate, then qsort: fitting first,
-     * then step time, memory, tp, pp, b, zero, recompute. */
+    /* TODO(31.5): every candidate calc.h's rules allow, once, in *rows (malloc'd), sorted:
+     * fitting ones first, then by step time, memory, tp, pp, b, zero, recompute (ascending). An
+     * invalid input, or one that allows no candidate: RL_ERR_ARG with a message in err. */
     (void)in, (void)rows, (void)nrows;
     if (err && errlen)
         snprintf(err, errlen, "step 31.5 (planner) is not implemented yet — see labs/31_3d_moe_debug/README.md, "

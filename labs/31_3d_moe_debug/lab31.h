@@ -48,12 +48,14 @@ typedef struct mesh_layout {
                                                    first and last rank, as numbers ("ranks 6..8 ...") */
 } mesh_layout;
 
-/* Lays out world = dp·pp·cp·tp ranks (ep divides dp) in the shape's order:
- *   RL_MESH_ORDER_TP_CP_PP_DP: rank = tp + TP·(cp + CP·(pp + PP·dp))   (default, TP innermost)
- *   RL_MESH_ORDER_TP_CP_DP_PP: rank = tp + TP·(cp + CP·(dp + DP·pp))
- * with dp = ep + EP·edp, on nodes of hw->gpus_per_node GPUs (hw NULL: the default profile).
- * RL_ERR_ARG with a message in err for a bad shape (a size < 1, a product that is not the
- * world, ep not dividing dp, an unknown order, world outside 1..RL_MESH_MAX_RANKS). */
+/* YOURS: lays out world = dp·pp·cp·tp ranks (ep divides dp) in the shape's order, ranks
+ * numbered with tp changing fastest, then cp, then
+ *   RL_MESH_ORDER_TP_CP_PP_DP: pp, then dp (dp slowest; the default, Megatron's order)
+ *   RL_MESH_ORDER_TP_CP_DP_PP: dp, then pp (pp slowest)
+ * and dp itself split into ep (changing fastest) and edp, on nodes of hw->gpus_per_node GPUs
+ * (hw NULL: the default profile). Fills every field of out (README.md, step 31.1). RL_ERR_ARG
+ * with a message in err saying what to change for a bad shape (a size < 1, a product that is
+ * not the world, ep not dividing dp, an unknown order, world outside 1..RL_MESH_MAX_RANKS). */
 int mesh_layout_make(const rl_mesh_shape *shape, int world, const rl_hw *hw, mesh_layout *out, char *err,
                      size_t errlen);
 
@@ -62,8 +64,9 @@ typedef struct mesh_comms {
     rl_comm *c[MESH_NDIMS];
 } mesh_comms;
 
-/* Collective over the world (every rank calls it with the same layout): one rl_comm_split per
- * kind, in mesh_dim order, color = the group id, key = the position in the group; rank 0
+/* YOURS. Collective over the world (every rank calls it with the same layout): out->c[d] is this
+ * rank's group of each kind, its members in ascending rank order, from one rl_comm_split per
+ * kind, in mesh_dim order, color = the group id; rank 0
  * records the mesh for the TUI's mesh view (rl_ctx_set_mesh): names outermost first in the shape's
  * order — {"dp", "pp", "tp"} in the default order, {"pp", "dp", "tp"} in RL_MESH_ORDER_TP_CP_DP_PP
  * (PP outermost) —, cp (just outside tp) only when > 1, dp as {"edp", "ep"} when ep > 1; a
@@ -129,14 +132,19 @@ int td_stage_backward(td_engine *e, rl_comm *tp, int mb);
  * an op with nothing to send or receive on this stage (F on the last stage, ...) is skipped. */
 int td_p2p(td_engine *e, rl_comm *pp, const rl_pp_op *send, const rl_pp_op *recv);
 
-/* YOURS: one training step: zero the gradients, run this stage's 1F1B op list (each op between
- * rl_pp_mark and rl_pp_unmark: the trace's stage, micro-batch and phase tags), flush the last
- * op's pending output with td_p2p, then td_zero1_update (after the flush: a neighbouring stage
- * waits for that output). *loss (may be NULL) gets the mean micro-batch loss on the last stage,
- * 0 elsewhere. */
+/* YOURS: one training step of this rank. Afterwards its parameters are those of one AdamW step
+ * on the mean loss over the global batch (dp × m × b samples), as a one-rank run has them.
+ * Every op of this stage's 1F1B list runs once, in the list's order, each between rl_pp_mark
+ * and rl_pp_unmark (the trace's stage, micro-batch and phase tags); TP all-reduces only in the
+ * given blocks on e->comms.tp, pipeline traffic only through td_p2p on e->comms.pp, and every
+ * send and receive of the step before ZeRO-1 begins (a neighbouring stage waits for that
+ * output). *loss (may be NULL) gets the mean micro-batch loss on the last stage, 0 elsewhere. */
 int td_train_step(td_engine *e, int64_t step, float *loss);
 /* YOURS: ZeRO-1 over the DP group: reduce-scatter e->flat_grad (mean over DP: RL_SUM then ÷dp,
- * or RL_AVG), AdamW on this DP rank's piece, all-gather the updated pieces into e->flat_param. */
+ * or RL_AVG), AdamW on this DP rank's piece, all-gather the updated pieces into e->flat_param —
+ * one reduce-scatter and one all-gather of the whole padded vector per step, nothing else on
+ * that group. Afterwards every DP rank holds the same e->flat_param; e->step counts the
+ * optimizer steps (AdamW counts from 1). */
 int td_zero1_update(td_engine *e);
 
 /* Writes this rank's parameters in the ONE-RANK model's registration order into full (Ψ
@@ -197,10 +205,11 @@ typedef struct moe_plan {
 int moe_plan_alloc(moe_plan *p, int64_t tokens, int experts, int top_k, int ep);
 void moe_plan_free(moe_plan *p);
 
-/* YOURS: capacity (cf <= 0 means 1) and dropping in order of arrival (slots t = 0..T−1,
- * j = 0..k−1; a slot is kept while its expert has < C kept), and the dispatch order: kept slots
- * grouped by expert (ascending), arrival order inside an expert; experts on EP rank e / (E/ep).
- * routed counts every slot (before dropping). Any loop order that gives this plan is fine. */
+/* YOURS: capacity (cf <= 0 means 1) and dropping in order of arrival (slot t·k + j is token t's
+ * j-th choice; each expert keeps the first C of its slots, in slot order), and the dispatch
+ * order: kept slots grouped by expert (ascending), arrival order inside an expert; experts on EP
+ * rank e / (E/ep). routed counts every slot (before dropping). Any loop order that gives this
+ * plan is fine. */
 int moe_plan_make(rl_ctx *ctx, const int *expert, int64_t tokens, int experts, int top_k, int ep, double cf,
                   moe_plan *p);
 /* YOURS: Switch auxiliary loss α·E·Σᵢ fᵢ·Pᵢ (fᵢ share of the T·k routed slots to i, before
@@ -217,11 +226,12 @@ typedef struct moe_stats {
     int hot_redirected;            /* tokens the hot-expert fault redirected */
 } moe_stats;
 
-/* YOURS: y [T, h] = x + Σ over each token's KEPT slots of weight · expert(x), over the EP
- * communicator ep (size cfg.ep): router logits, moe_route, the hot-expert fault
- * (rl_fault_skew_routing), moe_plan_make, exchange of the per-expert counts, dispatch
- * all-to-all(v), the local experts, combine all-to-all(v) back, weighted scatter-add; the
- * aux loss into stats. */
+/* YOURS: y [T, h] = x + Σ over each token's KEPT slots of weight · expert(x) (the router's
+ * weights, not renormalised after dropping), over the EP communicator ep (size cfg.ep). The
+ * routing the plan, the stats and the aux loss see is the one after the hot-expert fault
+ * (rl_fault_skew_routing). Token rows move in exactly two all-to-all(v) calls on ep (dispatch,
+ * combine back; kept slots only), other collectives at most 8·E·ep + 64 bytes; each rank runs
+ * only its own experts, on exactly the rows dispatched to them. Fills every field of stats. */
 int moe_forward(moe_layer *l, rl_comm *ep, const rl_tensor *x, rl_tensor *y, moe_stats *stats);
 
 /* ================================================================== 31.4 diagnose failures */
@@ -253,7 +263,8 @@ typedef struct diag_result {
  *    and receives are numbered apart, so the lowest p2p seq need not be the oldest): seq = its
  *    p2p_seq, comm its communicator;
  *  - nothing found: RL_DIAG_NONE, rank −1, seq −1.
- * The order of the records in the dump does not matter. */
+ * The order of the records in the dump does not matter. message: one line, never empty
+ * (RL_DIAG_NONE too). Returns 0. */
 int diagnose(const rl_diag_flight *fl, diag_result *out);
 
 typedef struct straggler_result {
@@ -326,7 +337,8 @@ int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_rec
                    rl_calc_plan_row *row);
 /* YOURS: every candidate (calc.h lists the rules), sorted by the rows' own figures: fitting ones
  * first, by step time, then memory, and where both are equal by tp, pp, b, zero, recompute
- * (each ascending). *rows is malloc'd (free it). */
+ * (each ascending). *rows is malloc'd (free it). RL_ERR_ARG with a message in err for an
+ * invalid input (params <= 0, no GPUs, no hardware profile ...) or one with no candidate. */
 int plan_enumerate(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen);
 
 #endif
