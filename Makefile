@@ -433,6 +433,22 @@ hint: $(RINGLAB)
 	  echo "make hint needs LAB=NN and STEP=NN.M, e.g. make hint LAB=28 STEP=28.1 (labs: $(LAB_NAMES))" >&2; exit 2; fi
 	@$(RINGLAB) hint labs/$(LAB_SEL) $(STEP) $(if $(filter-out 0,$(ALL)),--all,)
 
+# make learner ID=you@uni.edu: who these answers are from — the line `learner = ID` in every lab's
+# answers.txt (submitted with it). The hand derivations ask about numbers of each learner's own,
+# made from the id; make questions LAB=29 prints them (the lab's grade binary: --questions).
+.PHONY: learner questions
+learner:
+	@if ! printf '%s' "$(ID)" | grep -Eq '^[A-Za-z0-9._%+@-]{1,100}$$'; then \
+	  echo "make learner needs ID=<your course email or student id> (letters, digits and . _ % + @ - only), e.g. make learner ID=ada@uni.edu" >&2; exit 2; fi
+	@for f in labs/*/answers.txt; do \
+	  if grep -q '^learner *=' $$f; then sed -i 's/^learner *=.*/learner = $(ID)/' $$f; else printf 'learner = %s\n' "$(ID)" >> $$f; fi; \
+	done
+	@echo "learner = $(ID) in $$(ls labs/*/answers.txt | wc -l) answers files; make questions LAB=NN prints your numbers"
+questions: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade),)
+	@if [ -z "$(LAB)" ] || [ -z "$(LAB_SEL)" ]; then \
+	  echo "make questions needs LAB=NN, one of: $(LAB_NAMES) (e.g. make questions LAB=29)" >&2; exit 2; fi
+	@$(BUILD)/$(LAB_KIND)/$(LAB_SEL)/grade --questions --answers $(LAB_KIND)/$(LAB_SEL)/answers.txt
+
 # The score comes from the results files the graders write (grader/results.c reads them),
 # never from their printed output: a lab's code may print anything.
 $(RESULTS): $(call obj,grader/results.c)
@@ -508,6 +524,8 @@ help:
 	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
 	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/] [HINT_PENALTY=P]   grade your labs (or the solutions)"
 	@echo "  make hint LAB=28 STEP=28.1 [ALL=1]   the step's next hint, one rung at a time (recorded in labs/NN/hints-used.txt)"
+	@echo "  make learner ID=you@uni.edu         who your answers are from: your hand-derivation numbers come from it"
+	@echo "  make questions LAB=29                your numbers for the lab's hand derivations"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
 	@echo "  make autograder [LAB=28]   Gradescope autograder zips (one per lab, one for the course): build/autograder/"

@@ -49,7 +49,8 @@ void rl_comm_reset_counters(rl_comm *comm);
 /* Collectives. send == recv means in place. Counts come from the tensors:
  * all_reduce: send and recv have the same numel.
  * reduce_scatter: send has n × recv.numel elements; rank r gets the reduced chunk r.
- * all_gather: recv has n × send.numel elements; chunk r comes from rank r.
+ * all_gather: recv has n × send.numel elements; chunk r comes from rank r. send may be this
+ *   rank's own chunk of recv (in place, as NCCL's), never another part of it.
  * broadcast: root's send is copied into every rank's recv.
  * reduce: the reduction lands in root's recv (recv may be NULL elsewhere).
  * all_to_all: send and recv have n equal chunks; chunk q of send goes to rank q, chunk q
@@ -74,7 +75,10 @@ rl_work *rl_send(rl_comm *comm, const rl_tensor *t, int peer, int flags);
 rl_work *rl_recv(rl_comm *comm, rl_tensor *t, int peer, int flags);
 /* Calls between group_start and group_end are issued together as one operation (sends and
  * receives of a ring step cannot deadlock). group_end blocks until they complete unless
- * every call in the group had RL_ASYNC. Returns 0 or an error. */
+ * every call in the group had RL_ASYNC. Returns 0 or an error. Inside a group a call without
+ * RL_ASYNC returns a handle that is already complete (rl_wait on it returns 0 at once; it
+ * needs no wait) and makes group_end block; a call with RL_ASYNC returns a handle that
+ * completes with the whole group — wait on each such handle once. */
 int rl_group_start(rl_ctx *ctx);
 int rl_group_end(rl_ctx *ctx);
 

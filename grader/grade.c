@@ -53,6 +53,28 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return h;
 }
 
+/* The course's salt for the learners' numbers: change it (one line) to give a course numbers of
+ * its own; a grade on the learner's machine and in the autograder must use the same. */
+#define COURSE_SALT "ringlab/course-numbers/1"
+
+static char learner_id[128];      /* the learner id of this grade ("" when none) */
+static int questions_mode;        /* --questions: prints this learner's numbers, grades nothing */
+
+const char *rl_grade_learner(void) { return learner_id; }
+
+double rl_grade_learner_pick(const char *question, const double *choices, int n)
+{
+    if (!learner_id[0] && !questions_mode)
+        rl_grade_fail(__FILE__, __LINE__, "%s has no learner id, so your numbers for this question are not set: run "
+                      "make learner ID=<your course email or student id> once, then make questions LAB=<lab> prints "
+                      "them", answers_path);
+    uint64_t h = hash_str(hash_str(hash_str(0xcbf29ce484222325ull, COURSE_SALT), learner_id), question);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull; /* a finaliser: close ids land far apart */
+    h ^= h >> 33;
+    return n > 0 ? choices[h % (uint64_t)n] : 0;
+}
+
 static uint64_t key_of(const rl_grade_test *t)
 {
     return hash_str(hash_str(0xcbf29ce484222325ull, t->step), t->title);
@@ -882,7 +904,8 @@ static int write_details(const char *path, const rl_grade_lab *lab, const rl_gra
 static void usage(const rl_grade_lab *lab, FILE *f)
 {
     fprintf(f, "usage: grade [--step ID]... [--seed N] [--json FILE | --json-fd N] [--details FILE] [--answers FILE] "
-               "[--exam] [--list] [--zero-json FILE REASON] [--hints FILE [--hint-penalty P]] [-v]\n"
+               "[--exam] [--list] [--zero-json FILE REASON] [--hints FILE [--hint-penalty P]] [--learner ID] "
+               "[--questions] [-v]\n"
                "Grades lab %s (%s); the handout is %s.\n"
                "  --step ID       grade only step ID (repeatable), e.g. --step %s\n"
                "  --seed N        the seed of the randomized cases (default RL_GRADE_SEED, else a fresh one)\n"
@@ -896,11 +919,36 @@ static void usage(const rl_grade_lab *lab, FILE *f)
                "  --list          list the tests and their points\n"
                "  --hints FILE    the hints shown to the learner (labs/NN/hints-used.txt): listed per step\n"
                "  --hint-penalty P  P points off a step per hint shown (at most the step's points; default 0)\n"
+               "  --learner ID    whose numbers the hand derivations use (default: the answers file's learner line)\n"
+               "  --questions     print this learner's numbers for the hand derivations, grade nothing\n"
                "  --zero-json FILE REASON   write results with every test at 0 for REASON, grade nothing\n"
                "  -v              also show what passing tests printed, and nothing shortened\n"
                "Environment: RL_GRADE_TIME_SCALE=F multiplies every time limit (e.g. 3 on a slow machine);\n"
                "RL_GRADE_SEED=N replays the randomized cases of a run that printed seed N.\n",
             lab->id, lab->title, lab->handout, lab->nsteps ? lab->steps[0].id : "1", lab->default_answers);
+}
+
+/* The learner id: --learner's (the autograder: the submission's owner), else the answers
+ * file's `learner = ID`; a mismatch is reported and --learner's is used. 0, or -1 (printed). */
+static int set_learner(const char *arg)
+{
+    char v[sizeof learner_id + 64];
+    int r = rl_grade_answer(answers_path, "learner", v, sizeof v);
+    if (r == -2) {
+        fprintf(stderr, "grade: %s names its learner twice; keep one 'learner = ID' line\n", answers_path);
+        return -1;
+    }
+    const char *id = arg ? arg : r == 1 ? v : "";
+    if (strlen(id) >= sizeof learner_id || strpbrk(id, " \t\"'\\")) {
+        fprintf(stderr, "grade: the learner id '%.64s' is not one: an email or student id, no spaces or quotes, "
+                        "under %zu characters\n", id, sizeof learner_id);
+        return -1;
+    }
+    if (arg && r == 1 && strcmp(v, arg))
+        printf("Note: %s says learner = %s, but this submission is %s's: the hand derivations are graded with %s's "
+               "numbers (make learner ID=%s, then make questions, shows them)\n", answers_path, v, arg, arg, arg);
+    snprintf(learner_id, sizeof learner_id, "%s", id);
+    return 0;
 }
 
 static const rl_grade_step *find_step(const rl_grade_lab *lab, const char *id)
@@ -1032,6 +1080,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
     const char *json_path = NULL, *details_path = NULL, *zero_path = NULL, *zero_reason = NULL;
     int json_fd = -1;
+    const char *learner_arg = NULL;
     answers_path = lab_answers_default = lab->default_answers;
     const char *env_exam = getenv("RL_GRADE_EXAM");
     exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
@@ -1048,7 +1097,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         const char *a = argv[i];
         if (((!strcmp(a, "--step") || !strcmp(a, "--json") || !strcmp(a, "--answers") || !strcmp(a, "--seed") ||
               !strcmp(a, "--details") || !strcmp(a, "--json-fd") || !strcmp(a, "--hints") ||
-              !strcmp(a, "--hint-penalty")) && i + 1 >= argc) ||
+              !strcmp(a, "--hint-penalty") || !strcmp(a, "--learner")) && i + 1 >= argc) ||
             (!strcmp(a, "--zero-json") && i + 2 >= argc)) {
             fprintf(stderr, "grade: %s needs a value\n", a);
             usage(lab, stderr);
@@ -1104,6 +1153,10 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
                 return 2;
             }
             hint_penalty = (int)v;
+        } else if (!strcmp(a, "--learner")) {
+            learner_arg = argv[++i];
+        } else if (!strcmp(a, "--questions")) {
+            questions_mode = 1;
         } else if (!strcmp(a, "--list")) {
             list = 1;
         } else if (!strcmp(a, "--exam")) {
@@ -1118,6 +1171,22 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             usage(lab, stderr);
             return 2;
         }
+    }
+
+    if (set_learner(learner_arg))
+        return 2;
+    if (questions_mode) {
+        if (!learner_id[0]) {
+            fprintf(stderr, "grade: %s has no learner id: run make learner ID=<your course email or student id> "
+                            "once (it writes 'learner = ID' into every lab's answers.txt)\n", answers_path);
+            return 2;
+        }
+        printf("Lab %s — your numbers for the hand derivations (learner %s):\n", lab->id, learner_id);
+        if (lab->questions)
+            lab->questions(stdout);
+        else
+            printf("  (this lab's derivations use the handout's numbers)\n");
+        return 0;
     }
 
     /* the selected tests, in table order */

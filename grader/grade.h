@@ -74,6 +74,7 @@ typedef struct rl_grade_lab {
     int nsteps;
     const rl_grade_test *tests;
     int ntests;
+    void (*questions)(FILE *out); /* prints this learner's numbers for the hand derivations (NULL: none) */
 } rl_grade_lab;
 
 /* Runs a lab grader's command line; returns the process exit status. */
@@ -192,6 +193,17 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
                           char *msg, size_t size);
 /* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
 int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t size);
+
+/* ------------------------------------------------------------------ this learner's numbers
+ * A hand derivation is asked about numbers of the learner's own, not the handout's: the
+ * answers file's `learner = ID` line (make learner ID=...; --learner ID overrides it — the
+ * autograder passes the submission's owner), hashed with the course's salt and the question. */
+
+/* The learner id this grade uses ("" when none is set). */
+const char *rl_grade_learner(void);
+/* One of the n choices, the same for a given learner and question on every run and machine.
+ * In a test with no learner id set, fails the test saying how to set one. */
+double rl_grade_learner_pick(const char *question, const double *choices, int n);
 
 /* In a test: the answer to key must be the number expected (relative tolerance tol). The
  * message holds the key and at most the answer's first 256 characters. */

@@ -3249,6 +3249,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "28", "DDP: data parallelism and bucket overlap", "labs/28_ddp/README.md", "labs/28_ddp/answers.txt",
         steps28, (int)(sizeof steps28 / sizeof steps28[0]), tests28, (int)(sizeof tests28 / sizeof tests28[0]),
+        NULL,
     };
     return rl_grade_main(&lab, argc, argv);
 }

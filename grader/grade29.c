@@ -2693,10 +2693,61 @@ static rl_calc_zero_out zero_calc(double psi, int n)
     return out;
 }
 
-/* H1: 7B on 8 GPUs under 16Ψ accounting (GB), and ZeRO-1 in GiB. */
-START_TEST(t_ans_7b)
+/* This learner's numbers for the hand derivations (rl_grade_learner_pick): H1 a model on a
+ * cluster; H2 the memory a GPU gives model states and the data-parallel degree; H3 a model and
+ * the link its FSDP traffic crosses. */
+typedef struct h_numbers {
+    double h1_psi;
+    int h1_n;
+    double h2_mem_gb;
+    int h2_n;
+    double h3_psi;
+    const char *h3_link; /* a profile of cost.h: its intra-node link when h3_inter is 0, else its inter-node */
+    int h3_inter;
+} h_numbers;
+
+static h_numbers my_numbers(void)
 {
-    rl_calc_zero_out z = zero_calc(7e9, 8);
+    static const double psi1[] = { 1.3e9, 2.7e9, 6.7e9, 13e9, 30e9, 65e9 }, n1[] = { 4, 8, 16, 32, 64 };
+    static const double mem2[] = { 24, 40, 48, 80, 96 }, n2[] = { 8, 16, 32, 128, 256 };
+    static const double psi3[] = { 13e9, 34e9, 70e9, 180e9 }, link3[] = { 0, 1, 2 };
+    static const char *const links[] = { "h100-nvlink", "h100-2node-ib", "a100-pcie" };
+    h_numbers h;
+    h.h1_psi = rl_grade_learner_pick("29/H1/psi", psi1, 6);
+    h.h1_n = (int)rl_grade_learner_pick("29/H1/n", n1, 5);
+    h.h2_mem_gb = rl_grade_learner_pick("29/H2/memory", mem2, 5);
+    h.h2_n = (int)rl_grade_learner_pick("29/H2/n", n2, 5);
+    h.h3_psi = rl_grade_learner_pick("29/H3/psi", psi3, 4);
+    int l = (int)rl_grade_learner_pick("29/H3/link", link3, 3);
+    h.h3_link = links[l];
+    h.h3_inter = l == 1;
+    return h;
+}
+
+/* The link H3's traffic crosses. */
+static const rl_link *h3_link(const h_numbers *h)
+{
+    const rl_hw *hw = rl_hw_find(h->h3_link);
+    return h->h3_inter ? &hw->inter : &hw->intra;
+}
+
+/* make questions LAB=29: this learner's numbers. */
+static void questions29(FILE *out)
+{
+    h_numbers h = my_numbers();
+    const rl_link *l = h3_link(&h);
+    fprintf(out, "  H1: a model of %g·10⁹ parameters (Ψ = %g) on %d GPUs, K = 12.\n", h.h1_psi / 1e9, h.h1_psi, h.h1_n);
+    fprintf(out, "  H2: each GPU has %g GB for model states; %d GPUs of data parallelism, K = 12.\n", h.h2_mem_gb,
+            h.h2_n);
+    fprintf(out, "  H3: a model of %g·10⁹ parameters in bf16; the traffic crosses %s at %g GB/s each way.\n",
+            h.h3_psi / 1e9, l->name, l->bw / 1e9);
+}
+
+/* H1: this learner's model on this learner's GPUs under 16Ψ accounting (GB), and ZeRO-1 in GiB. */
+START_TEST(t_ans_model)
+{
+    h_numbers h = my_numbers();
+    rl_calc_zero_out z = zero_calc(h.h1_psi, h.h1_n);
     CHECK_NUM("h1_ddp_gb", z.bytes[RL_CALC_DDP] / 1e9, 0.005);
     CHECK_NUM("h1_zero1_gb", z.bytes[RL_CALC_ZERO1] / 1e9, 0.005);
     CHECK_NUM("h1_zero2_gb", z.bytes[RL_CALC_ZERO2] / 1e9, 0.005);
@@ -2705,25 +2756,28 @@ START_TEST(t_ans_7b)
 }
 END_TEST
 
-/* H2: the paper's Ψ = 7.5B, Nd = 64 (GB). */
-START_TEST(t_ans_paper)
+/* H2: the largest model (10⁹ parameters) whose model states fit the learner's memory per GPU
+ * under each stage: the memory over the bytes per parameter the cost model charges a rank. */
+START_TEST(t_ans_fit)
 {
-    rl_calc_zero_out z = zero_calc(7.5e9, 64);
-    CHECK_NUM("h2_ddp_gb", z.bytes[RL_CALC_DDP] / 1e9, 0.01);
-    CHECK_NUM("h2_zero1_gb", z.bytes[RL_CALC_ZERO1] / 1e9, 0.01);
-    CHECK_NUM("h2_zero2_gb", z.bytes[RL_CALC_ZERO2] / 1e9, 0.01);
-    CHECK_NUM("h2_zero3_gb", z.bytes[RL_CALC_ZERO3] / 1e9, 0.03);
+    h_numbers h = my_numbers();
+    rl_calc_zero_out z = zero_calc(1, h.h2_n); /* bytes per rank for one parameter */
+    CHECK_NUM("h2_ddp_b", h.h2_mem_gb / z.bytes[RL_CALC_DDP], 0.01);
+    CHECK_NUM("h2_zero1_b", h.h2_mem_gb / z.bytes[RL_CALC_ZERO1], 0.01);
+    CHECK_NUM("h2_zero2_b", h.h2_mem_gb / z.bytes[RL_CALC_ZERO2], 0.01);
+    CHECK_NUM("h2_zero3_b", h.h2_mem_gb / z.bytes[RL_CALC_ZERO3], 0.01);
 }
 END_TEST
 
-/* H3: FSDP's extra traffic over DDP for a 70B model (paper's large-N figures, bf16) and its
- * time on 450 GB/s (NVLink4 each way, h100-nvlink). */
-START_TEST(t_ans_70b)
+/* H3: FSDP's extra traffic over DDP for the learner's model (the paper's large-N figures, bf16)
+ * and its time on the learner's link. */
+START_TEST(t_ans_fsdp_extra)
 {
-    rl_calc_zero_out z = zero_calc(70e9, 1024);
+    h_numbers h = my_numbers();
+    rl_calc_zero_out z = zero_calc(h.h3_psi, 1024);
     double extra = (z.traffic_paper[RL_CALC_ZERO3] - z.traffic_paper[RL_CALC_DDP]) * 2;
     CHECK_NUM("h3_extra_gb", extra / 1e9, 0.01);
-    CHECK_NUM("h3_extra_s", extra / rl_hw_find("h100-nvlink")->intra.bw, 0.02);
+    CHECK_NUM("h3_extra_s", extra / h3_link(&h)->bw, 0.02);
 }
 END_TEST
 
@@ -2751,8 +2805,8 @@ static const rl_grade_test tests29[] = {
     { "29.1", "random model and cluster sizes, K defaulted or 8..16", 4, 10, &t_mem_sizes, 0 },
     { "29.1", "hybrid sharding groups", 3, 10, &t_mem_hsdp, 0 },
     { "29.1", "bad input refused, group ignored outside hsdp", 2, 10, &t_mem_bad_input, 0 },
-    { "29.1", "answers: 7B on 8 GPUs in GB and GiB", 3, 10, &t_ans_7b, RL_GRADE_NO_CHILD },
-    { "29.1", "answers: the paper's 7.5B / 64 example", 2, 10, &t_ans_paper, RL_GRADE_NO_CHILD },
+    { "29.1", "answers: your model on your GPUs, in GB and GiB", 3, 10, &t_ans_model, RL_GRADE_NO_CHILD },
+    { "29.1", "answers: the largest model your GPUs hold, per stage", 2, 10, &t_ans_fit, RL_GRADE_NO_CHILD },
     { "29.2", "parameters = DDP+AdamW baseline (random worlds and models)", 6, 40, &t_z1_params, 0 },
     { "29.2", "ZeRO-1 reduced gradient = the mean, this rank's piece", 4, 40, &t_z1_grads, 0 },
     { "29.2", "memory account after each step and at its peak", 5, 40, &t_z1_memory, 0 },
@@ -2773,7 +2827,7 @@ static const rl_grade_test tests29[] = {
     { "29.4", "prefetch order from the trace: each gather for the unit needed next", 5, 40, &t_z3_order, 0 },
     { "29.4", "prefetch hides comm (exposed comm drops)", 3, 60, &t_z3_prefetch, 0 },
     { "29.4", "ZeRO-3 reduce-scatters overlap backward", 3, 40, &t_z3_overlap, 0 },
-    { "29.4", "answers: FSDP's extra traffic for 70B", 2, 10, &t_ans_70b, RL_GRADE_NO_CHILD },
+    { "29.4", "answers: FSDP's extra traffic for your model on your link", 2, 10, &t_ans_fsdp_extra, RL_GRADE_NO_CHILD },
     { "29.5", "2-D mesh from rl_comm_split", 5, 30, &t_hsdp_mesh, 0 },
     { "29.5", "parameters = baseline (2 nodes x 2, random meshes)", 5, 40, &t_hsdp_params, 0 },
     { "29.5", "HSDP reduced gradient = the mean over every replica", 3, 40, &t_hsdp_grads, 0 },
@@ -2786,6 +2840,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "29", "ZeRO-1/2/3 and FSDP", "labs/29_zero_fsdp/README.md", "labs/29_zero_fsdp/answers.txt",
         steps29, (int)(sizeof steps29 / sizeof steps29[0]), tests29, (int)(sizeof tests29 / sizeof tests29[0]),
+        questions29,
     };
     return rl_grade_main(&lab, argc, argv);
 }

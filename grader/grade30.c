@@ -3958,6 +3958,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "30", "model parallelism: TP, SP, PP, CP", "labs/30_tp_pp_sp_cp/README.md", "labs/30_tp_pp_sp_cp/answers.txt",
         steps30, (int)(sizeof steps30 / sizeof steps30[0]), tests30, (int)(sizeof tests30 / sizeof tests30[0]),
+        NULL,
     };
     return rl_grade_main(&lab, argc, argv);
 }

@@ -4217,7 +4217,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "31", "3D parallelism, MoE and failure debugging", "labs/31_3d_moe_debug/README.md",
         "labs/31_3d_moe_debug/answers.txt", steps31, (int)(sizeof steps31 / sizeof steps31[0]), tests31,
-        (int)(sizeof tests31 / sizeof tests31[0]),
+        (int)(sizeof tests31 / sizeof tests31[0]), NULL,
     };
     return rl_grade_main(&lab, argc, argv);
 }

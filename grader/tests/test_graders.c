@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "calc.h"
 #include "testutil.h"
 
 typedef struct grade_out {
@@ -86,6 +87,103 @@ static int test_failed(const grade_out *g, const char *num, const char *title)
     const char *f = strstr(l, "== FAIL");
     return f && (!eol || f < eol);
 }
+
+/* Lab 29's numbers for a learner, as `grade --questions` prints them. */
+typedef struct numbers29 {
+    double psi1, n1, mem2, n2, psi3, bw3;
+} numbers29;
+
+static numbers29 questions29(const char *learner, char **text)
+{
+    char extra[160];
+    grade_out g;
+    snprintf(extra, sizeof extra, "--questions --learner %s", learner);
+    run_grader("solutions/29_zero_fsdp/grade", "solutions/29_zero_fsdp/answers.txt", extra, &g);
+    numbers29 q = { 0 };
+    const char *h1 = strstr(g.text, "(Ψ = "), *h2 = strstr(g.text, "H2: each GPU has "),
+               *h3 = strstr(g.text, "H3: a model of "), *at = h3 ? strstr(h3, " at ") : NULL;
+    ck_assert_msg(g.status == 0 && h1 && h2 && h3 && at, "grade --questions --learner %s:\n%s", learner, g.text);
+    ck_assert_int_eq(sscanf(h1, "(Ψ = %lf) on %lf GPUs", &q.psi1, &q.n1), 2);
+    ck_assert_int_eq(sscanf(h2, "H2: each GPU has %lf GB for model states; %lf GPUs", &q.mem2, &q.n2), 2);
+    ck_assert_int_eq(sscanf(h3, "H3: a model of %lf", &q.psi3), 1);
+    ck_assert_int_eq(sscanf(at, " at %lf GB/s", &q.bw3), 1);
+    q.psi3 *= 1e9;
+    *text = g.text;
+    return q;
+}
+
+/* The hand derivations differ per learner (make learner, make questions): two ids get
+ * different numbers; answers worked for one id get full marks with it and fail with the
+ * other's (which the grade names); no learner id fails saying how to set it; H2's answers
+ * appear in no output of `ringlab calc zero` on the learner's numbers. */
+START_TEST(test_questions_per_learner)
+{
+    char *ta, *tb;
+    numbers29 b = questions29("bob@uni.example", &tb);
+    questions29("ada@uni.example", &ta);
+    ck_assert_msg(strcmp(strstr(ta, "H1:"), strstr(tb, "H1:")), "two learners got the same numbers:\n%s", ta);
+    free(ta);
+    free(tb);
+    /* bob's answers, worked with the cost model */
+    char path[64], cmd[1024];
+    snprintf(path, sizeof path, "/tmp/rl_learner_%d.txt", (int)getpid());
+    rl_calc_zero_in in1 = { b.psi1, (int)b.n1, 12, 0, 2 }, in2 = { 1, (int)b.n2, 12, 0, 2 };
+    rl_calc_zero_out z1, z2;
+    ck_assert(rl_calc_zero(&in1, &z1, NULL, 0) == 0 && rl_calc_zero(&in2, &z2, NULL, 0) == 0);
+    double h2[4];
+    for (int k = 0; k < 4; k++)
+        h2[k] = b.mem2 / z2.bytes[k];
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "learner = bob@uni.example\nh1_ddp_gb = %.6g\nh1_zero1_gb = %.6g\nh1_zero2_gb = %.6g\n"
+               "h1_zero3_gb = %.6g\nh1_zero1_gib = %.6g\nh2_ddp_b = %.6g\nh2_zero1_b = %.6g\nh2_zero2_b = %.6g\n"
+               "h2_zero3_b = %.6g\nh3_extra_gb = %.6g\nh3_extra_s = %.6g\n",
+            z1.bytes[RL_CALC_DDP] / 1e9, z1.bytes[RL_CALC_ZERO1] / 1e9, z1.bytes[RL_CALC_ZERO2] / 1e9,
+            z1.bytes[RL_CALC_ZERO3] / 1e9, z1.bytes[RL_CALC_ZERO1] / 1073741824.0, h2[RL_CALC_DDP], h2[RL_CALC_ZERO1],
+            h2[RL_CALC_ZERO2], h2[RL_CALC_ZERO3], 2 * b.psi3 / 1e9, 2 * b.psi3 / (b.bw3 * 1e9));
+    fclose(f);
+    static const char *const titles[] = { "answers: your model on your GPUs, in GB and GiB",
+                                          "answers: the largest model your GPUs hold, per stage",
+                                          "answers: FSDP's extra traffic for your model on your link" };
+    for (int as_ada = 0; as_ada < 2; as_ada++) {
+        grade_out g;
+        run_grader("solutions/29_zero_fsdp/grade", path,
+                   as_ada ? "--step 29.1 --step 29.4 --learner ada@uni.example" : "--step 29.1 --step 29.4", &g);
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(test_line(&g, "29", titles[k]) && test_failed(&g, "29", titles[k]) == as_ada,
+                          "bob's answers graded as %s: '%s' should %s:\n%s", as_ada ? "ada's" : "bob's", titles[k],
+                          as_ada ? "fail" : "pass", g.text);
+        if (as_ada)
+            ck_assert_msg(strstr(g.text, "says learner = bob@uni.example, but this submission is ada@uni.example's"),
+                          "the grade does not say whose numbers it used:\n%s", g.text);
+        free(g.text);
+    }
+    /* no learner id */
+    snprintf(cmd, sizeof cmd, "sed -i 's/^learner = .*/learner =/' %s", path);
+    ck_assert_int_eq(system(cmd), 0);
+    grade_out g;
+    run_grader("solutions/29_zero_fsdp/grade", path, "--step 29.1", &g);
+    ck_assert_msg(test_failed(&g, "29", titles[0]) && strstr(g.text, "make learner ID="), "%s", g.text);
+    free(g.text);
+    unlink(path);
+    /* H2 asks for a figure calc does not print for these numbers */
+    char args[256], *out = malloc(1 << 16);
+    for (int run = 0; run < 2; run++) {
+    snprintf(args, sizeof args, "calc zero --params %g --dp %d", run ? b.mem2 * 1e9 : 1e9, (int)b.n2);
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", args, out, 1 << 16), 0);
+    for (int k = 0; k < 4; k++) {
+        const char *fmts[] = { "%.2f", "%.3g", "%.4g", "%.1f" };
+        for (int j = 0; j < 4; j++) {
+            char v[32];
+            snprintf(v, sizeof v, fmts[j], h2[k]);
+            ck_assert_msg(strlen(v) < 3 || !strstr(out, v), "'%s' (H2's answer %d) appears in `ringlab %s`:\n%s", v,
+                          k, args, out);
+        }
+    }
+    }
+    free(out);
+}
+END_TEST
 
 /* A lab the suite grades: where it lives and what its untouched skeleton says first. */
 typedef struct lab_case {
@@ -573,6 +671,7 @@ Suite *graders_suite(void)
     tcase_set_timeout(answers, 120 * slow);
     tcase_add_test(answers, test_answers_strict);
     tcase_add_test(answers, test_hints_listed_and_penalised);
+    tcase_add_test(answers, test_questions_per_learner);
     suite_add_tcase(s, answers);
     return s;
 }
