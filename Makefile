@@ -12,7 +12,7 @@ SAN ?=
 # (no tail calls: a function's return address is its caller's, which the graders' watch on calls into
 # the runtime reads — common/apiwatch.h)
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -pthread -fno-optimize-sibling-calls \
-  -Icommon -Itui
+  -ffunction-sections -Icommon -Itui
 
 # ---------------------------------------------------------------- what this machine has
 pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
@@ -324,8 +324,9 @@ $(2)/grade: $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $(TUI_LIB) $(LIB
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
 	@sh grader/pad.sh $$@.pad.o $$(CC)
+	@sh grader/shuffle.sh $$@.shuffle.ld $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) $$(LIB)
 	@$$(CC) $$(CFLAGS) $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) \
-	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -o $$@
+	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -Wl,-T,$$@.shuffle.ld -o $$@
 LAB_GRADE_BINS += $(2)/grade
 endif
 endef
@@ -333,7 +334,9 @@ endef
 # The objects of a grade binary of lab $(1) from the lab's sources $(2): the lab file's code moved to
 # the section rl_learner_text and closed by grader/learner_end.c (the code under test, which only a
 # test's child maps: grade.c), the other files as they are, the grader and its sandbox; linked
-# last, a padding of random size made afresh at each link (grader/pad.sh).
+# last, a padding of random size made afresh at each link (grader/pad.sh), and every function
+# in a random order, also afresh at each link (grader/shuffle.sh; objects are built with
+# -ffunction-sections).
 learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
 grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call obj,grader/learner_end.c \
   $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c grader/rules.c \
@@ -396,7 +399,9 @@ $(BUILD)/variants/$(1)/$(2)/grade: $(call grade_objs,$(1),$(BUILD)/variants/$(1)
   $(call lab_others,$(1))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
 	@sh grader/pad.sh $$@.pad.o $$(CC)
-	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -o $$@
+	@sh grader/shuffle.sh $$@.shuffle.ld $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB)
+	@$$(CC) $$(CFLAGS) $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o \
+	  -Wl,-T,$$@.shuffle.ld -o $$@
 LAB_PATCHED_BINS += $(BUILD)/variants/$(1)/$(2)/grade
 endef
 

@@ -662,7 +662,8 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir, int w
     setrlimit(RLIMIT_FSIZE, &fsz);  /* what it may write: 64 MiB */
     setrlimit(RLIMIT_NPROC, &nproc); /* threads (a user that is not root: the autograder's) */
     learner_text(PROT_READ | PROT_EXEC);
-    rl_api_watch(__start_rl_learner_text, (const void *)rl_learner_text_end, WATCH_FD);
+    extern char __stop_rl_learner_text[]; /* the watch covers the closing page too (a lone ret) */
+    rl_api_watch(__start_rl_learner_text, __stop_rl_learner_text, WATCH_FD);
     if (rl_api_watch_seal())
         rl_grade_fail(__FILE__, __LINE__, "the grader could not seal its watch: %s", strerror(errno));
     char err[256];

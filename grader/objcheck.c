@@ -22,6 +22,7 @@
  *    change how it is built (section, constructor, alias, weak, optimize, target ...), pragmas.
  * The rules: rules.h.
  * Exit status 0 when the object passes, 1 when it is refused, 2 on bad usage or input. */
+#include <ctype.h>
 #include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -260,8 +261,91 @@ static const char *banned_why(const char *w, size_t n, int in_attr)
 static const char *const private_headers[] = { "internal.h", "ops_internal.h", "apiwatch.h", "grade.h",
                                                "rules.h", "sandbox.h", "paste.h" };
 
+/* Refuses a #line directive or a line marker (# N "file" [flags]) in the lab file's own text,
+ * however it is spelled (%: or ??= for #, comments or a spliced line between): one would pass
+ * the lines after it off as another file's, which the checks below trust. */
+static void check_line_directives(const char *src)
+{
+    FILE *f = fopen(src, "r");
+    if (!f)
+        return; /* check_source reports what cannot be read */
+    size_t cap = 1 << 16, n = 0;
+    char *t = malloc(cap);
+    int c;
+    while (t && (c = fgetc(f)) != EOF) {
+        if (n + 2 >= cap) {
+            char *m = realloc(t, cap *= 2);
+            if (!m)
+                break;
+            t = m;
+        }
+        t[n++] = (char)c;
+    }
+    fclose(f);
+    if (!t)
+        return;
+    t[n] = 0;
+    /* translation phases 1-3: trigraph #, spliced lines, comments (each becomes a space) */
+    size_t w = 0;
+    for (size_t r = 0; r < n;) {
+        if (t[r] == '?' && t[r + 1] == '?' && t[r + 2] == '=')
+            t[w++] = '#', r += 3;
+        else if (t[r] == '\\' && (t[r + 1] == '\n' || (t[r + 1] == '\r' && t[r + 2] == '\n')))
+            r += t[r + 1] == '\n' ? 2 : 3;
+        else
+            t[w++] = t[r++];
+    }
+    t[w] = 0;
+    long lineno = 1;
+    int at_line_start = 1;
+    for (size_t r = 0; r < w;) {
+        if (t[r] == '"' || t[r] == '\'') { /* a literal */
+            char q = t[r++];
+            while (r < w && t[r] != q && t[r] != '\n')
+                r += (t[r] == '\\' && r + 1 < w) ? 2 : 1;
+            r += r < w && t[r] == q;
+            at_line_start = 0;
+        } else if (t[r] == '/' && t[r + 1] == '*') {
+            char *e = strstr(t + r + 2, "*/");
+            size_t end = e ? (size_t)(e - t) + 2 : w;
+            for (size_t k = r; k < end; k++)
+                lineno += t[k] == '\n';
+            r = end;
+        } else if (t[r] == '/' && t[r + 1] == '/') {
+            while (r < w && t[r] != '\n')
+                r++;
+        } else if (t[r] == '\n') {
+            lineno++, r++, at_line_start = 1;
+        } else if (t[r] == ' ' || t[r] == '\t' || t[r] == '\r' || t[r] == '\f' || t[r] == '\v') {
+            r++;
+        } else if (at_line_start && (t[r] == '#' || (t[r] == '%' && t[r + 1] == ':'))) {
+            r += t[r] == '#' ? 1 : 2;
+            at_line_start = 0;
+            for (;;) { /* blanks and comments before the directive's name */
+                if (t[r] == ' ' || t[r] == '\t')
+                    r++;
+                else if (t[r] == '/' && t[r + 1] == '*') {
+                    char *e = strstr(t + r + 2, "*/");
+                    r = e ? (size_t)(e - t) + 2 : w;
+                } else
+                    break;
+            }
+            if ((t[r] >= '0' && t[r] <= '9') || (!strncmp(t + r, "line", 4) && !isalnum((unsigned char)t[r + 4]) &&
+                                                  t[r + 4] != '_')) {
+                refuse(src, "line %ld: a #line directive or a line marker: a lab file may not renumber its lines "
+                       "or give them another file's name — remove it", lineno);
+                break;
+            }
+        } else {
+            at_line_start = 0, r++;
+        }
+    }
+    free(t);
+}
+
 static void check_source(const char *ipath, const char *src)
 {
+    check_line_directives(src);
     char refused_header[sizeof private_headers / sizeof private_headers[0]] = { 0 };
     int refused_other = 0;
     FILE *f = fopen(ipath, "r");
@@ -275,7 +359,45 @@ static void check_source(const char *ipath, const char *src)
     size_t cap = 0;
     int mine = 0, attr_depth = 0, attr_next = 0; /* attr_depth: parentheses open inside __attribute__ */
     long lineno = 0;
+    /* The preprocessor's markers: a file is entered (flag 1) by an include and left (flag 2) at its
+     * end; a marker without either names a new file only in the preamble (the source, <built-in>,
+     * <command-line>) — after it, a change of file without a flag is a #line directive, which
+     * would pass the lab file's own lines off as a header's. */
+    char cur[512] = "";
+    int preamble = 1, seen_pseudo = 0, refused_line = 0;
     while (getline(&line, &cap, f) > 0) {
+        if (line[0] == '#' && line[1] == ' ' && line[2] >= '0' && line[2] <= '9') {
+            char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+            if (q && e) {
+                int enter = 0, leave = 0;
+                for (char *t = e + 1; *t;) {
+                    long fl = strtol(t, &t, 10);
+                    enter |= fl == 1, leave |= fl == 2;
+                    if (*t && *t != ' ')
+                        break;
+                }
+                char name[sizeof cur];
+                snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
+                const char *nb = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+                int is_main = strcmp(nb, base) == 0, pseudo = name[0] == '<';
+                if (!enter && !leave && strcmp(name, cur)) {
+                    if (preamble && (is_main || pseudo)) {
+                        if (is_main && seen_pseudo)
+                            preamble = 0;
+                        seen_pseudo |= pseudo;
+                    } else if (!refused_line) {
+                        refused_line = 1;
+                        refuse(src, "a #line directive (or a line marker) names \"%s\": a lab file may not renumber its "
+                               "lines or give them another file's name — remove it", name);
+                    }
+                }
+                if (leave && is_main)
+                    preamble = 0;
+                snprintf(cur, sizeof cur, "%s", name);
+            }
+        } else if (preamble && mine && strspn(line, " \t\r\n") < strlen(line)) {
+            preamble = 0;
+        }
         if (line[0] == '#') {
             char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
             if (!strncmp(line, "#pragma", 7) && mine) { /* #pragma and _Pragma(...) of the lab file */

@@ -190,7 +190,9 @@ static int watched_in(const char *src, const char *name)
         const char *brace = strchr(p, '{'), *semi = strchr(p, ';');
         if (!brace || (semi && semi < brace))
             continue; /* a declaration or a call */
-        if (strncmp(prev, "RL_API_WATCHED\n", 15) || strncmp(brace + 1 + strspn(brace + 1, " \n"), "RL_API_ENTRY();", 15))
+        const char *body = brace + 1 + strspn(brace + 1, " \n");
+        if (strncmp(prev, "RL_API_WATCHED\n", 15) ||
+            (strncmp(body, "RL_API_ENTRY();", 15) && strncmp(body, "RL_API_ENTRY_THREAD();", 22)))
             return 0;
         return 1;
     }
