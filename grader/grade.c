@@ -514,14 +514,57 @@ static char *slurp_file(FILE *f)
     return buf;
 }
 
-/* Waits for pid at most limit seconds (then kills it); returns its wait status, *timed_out set. */
-static int wait_limited(pid_t pid, double limit, int *timed_out)
+/* The grader: takes what the child's watch has written into the pipe so far (fd: its read end,
+ * non-blocking), so that the child never waits on a full pipe; keeps each name once in called.
+ * (Each report is one write of a NUL-ended name, under PIPE_BUF bytes: never cut by another.) */
+static char called_part[64];              /* grader: a name not yet ended in the pipe */
+static size_t called_npart;
+
+static void take_called(int fd)
+{
+    char *part = called_part;
+    size_t npart = called_npart;
+    char buf[1 << 16];
+    ssize_t k;
+    while ((k = read(fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR)) {
+        for (ssize_t i = 0; i < k; i++) {
+            if (buf[i]) {
+                if (npart < sizeof called_part - 1)
+                    part[npart++] = buf[i];
+                called_npart = npart;
+                continue;
+            }
+            part[npart] = 0;
+            called_npart = 0;
+            npart = 0;
+            int known = !part[0];
+            for (size_t off = 0; !known && off < called_len; off += strlen(called + off) + 1)
+                known = !strcmp(called + off, part);
+            size_t len = strlen(part) + 1;
+            char *more = known ? NULL : realloc(called, called_len + len + 1);
+            if (more) {
+                memcpy(more + called_len, part, len);
+                called_len += len;
+                more[called_len] = 0;
+                called = more;
+            }
+        }
+    }
+}
+
+/* Waits for pid at most limit seconds (then kills it), reading the watch's pipe (drain_fd, or
+ * -1) meanwhile; returns the wait status. */
+static int wait_limited(pid_t pid, double limit, int *timed_out, int drain_fd)
 {
     *timed_out = 0;
     int status = 0;
     double end = mono_now() + limit;
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (drain_fd >= 0)
+        fcntl(drain_fd, F_SETFL, fcntl(drain_fd, F_GETFL) | O_NONBLOCK);
     for (;;) {
+        if (drain_fd >= 0)
+            take_called(drain_fd);
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid)
             break;
@@ -535,14 +578,16 @@ static int wait_limited(pid_t pid, double limit, int *timed_out)
             }
             break;
         }
-        if (pfd >= 0) {
-            struct pollfd p = { .fd = pfd, .events = POLLIN };
-            poll(&p, 1, (int)(left * 1000) + 1);
-        } else {
+        struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = drain_fd, .events = POLLIN } };
+        if (pfd >= 0 || drain_fd >= 0)
+            poll(pfd >= 0 ? p : p + 1, (nfds_t)((pfd >= 0) + (drain_fd >= 0)), pfd >= 0 ? (int)(left * 1000) + 1 : 2);
+        else {
             struct timespec ts = { 0, 2000000 };
             nanosleep(&ts, NULL);
         }
     }
+    if (drain_fd >= 0)
+        take_called(drain_fd);
     if (pfd >= 0)
         close(pfd);
     return status;
@@ -585,26 +630,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 {
     (void)st, (void)ftw;
     return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-/* The grader, after the child ended: takes what its watch wrote into the pipe (fd: the read end). */
-static void read_called(int fd)
-{
-    char buf[4096];
-    ssize_t k;
-    free(called);
-    called = NULL;
-    called_len = 0;
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    while ((k = read(fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR)) {
-        char *more = k > 0 ? realloc(called, called_len + (size_t)k + 1) : called;
-        if (k > 0 && more) {
-            memcpy(more + called_len, buf, (size_t)k);
-            called_len += (size_t)k;
-            more[called_len] = 0;
-            called = more;
-        }
-    }
 }
 
 extern const char rl_grade_rules_text[]; /* the lab's rules, built in (the Makefile: gen/rules-LAB.c) */
@@ -738,7 +763,7 @@ static int run_judge(const rl_grade_test *t, double limit, char **reason, char *
             rl_grade_text_add(&v, "%.*s", (int)k, buf);
         }
         int late = 0;
-        status = wait_limited(pid, timed_out ? 0 : 5, &late);
+        status = wait_limited(pid, timed_out ? 0 : 5, &late, -1);
         timed_out |= late;
     }
     *secs = mono_now() - t0;
@@ -769,6 +794,7 @@ static void run_one(const rl_grade_test *t, int index, double scale, outcome *o)
     free(called);
     called = NULL;
     called_len = 0;
+    called_npart = 0;
     rec = NULL;
     rec_next = 0;
     child_report = NULL;
@@ -794,8 +820,7 @@ static void run_one(const rl_grade_test *t, int index, double scale, outcome *o)
         if (pid == 0)
             child_main(t, cap, dir, wp[1]);
         close(wp[1]);
-        int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out) : 0;
-        read_called(wp[0]);
+        int timed_out = 0, status = pid > 0 ? wait_limited(pid, limit, &timed_out, wp[0]) : 0;
         close(wp[0]);
         o->seconds = mono_now() - t0;
         o->output = slurp_file(cap);
