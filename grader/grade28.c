@@ -360,8 +360,8 @@ START_TEST(t_ring_world_sizes)
             ck_assert_msg(a->res.leaked[r] == 0,
                           "ddp_ring_all_reduce(count=%lld) on %d ranks: after two calls, once the grader has freed "
                           "the buffer, rank %d still holds %lld bytes more than before: every call must free what it "
-                          "allocates (README 28.1: \"Free your views (rl_tensor_slice -> rl_tensor_free) and the "
-                          "scratch tensor\"). A view left alive keeps its whole buffer allocated after the buffer is "
+                          "allocates (README 28.1: \"nothing left allocated when it returns\"). A view left alive "
+                          "keeps its whole buffer allocated after the buffer is "
                           "freed; in a training run that is a bucket per step",
                           (long long)count, n, r, (long long)a->res.leaked[r]);
     }
@@ -443,15 +443,16 @@ static void check_ring_memory(const ring_arg *a, int W, const char *what)
         for (int k = 0; k < RL_MEM_NCAT; k++)
             ck_assert_msg(k == RL_MEM_COMM || a->res.grew[g][k] <= 0,
                           "%s on %d ranks: while the ring ran, rank %d's %s memory grew by %lld bytes; the ring's "
-                          "one allocation is its scratch tensor, charged to RL_MEM_COMM (README 28.1 step 2: \"one "
-                          "scratch tensor of ceil(count/n) elements (RL_MEM_COMM)\"), so the memory view shows it "
+                          "one allocation is its scratch tensor, charged to RL_MEM_COMM (README 28.1: \"at most "
+                          "⌈count/n⌉ elements of extra memory at a time, charged as `RL_MEM_COMM`\"), so the memory "
+                          "view shows it "
                           "as communication buffers", what, n, g, rl_mem_cat_name((rl_mem_cat)k),
                           (long long)a->res.grew[g][k]);
         int64_t chunk = (a->count + n - 1) / n;
         ck_assert_msg(a->res.grew[g][RL_MEM_COMM] <= chunk * es,
                       "%s on %d ranks: at its peak rank %d's RL_MEM_COMM memory grew by %lld bytes; one scratch "
-                      "tensor of ceil(count/n) = %lld elements is %lld bytes (README 28.1 step 2: \"one scratch "
-                      "tensor of ceil(count/n) elements\"): every message is one chunk, so a scratch of the whole "
+                      "tensor of ceil(count/n) = %lld elements is %lld bytes (README 28.1: \"at most ⌈count/n⌉ "
+                      "elements of extra memory at a time\"): every message is one chunk, so a scratch of the whole "
                       "buffer, or a second one, costs (n-1)/n of the buffer more on every GPU", what, n, g,
                       (long long)a->res.grew[g][RL_MEM_COMM], (long long)chunk, (long long)(chunk * es));
     }
@@ -575,37 +576,39 @@ static void ring_pattern(const ring_arg *a, int W, const rl_trace *t, const char
                 const rl_trace_event *e = ev[j];
                 if (e->cat == RL_CAT_COMM)
                     ck_abort_msg("%s on %d ranks: rank %d called %s (%.0f bytes), a collective; the ring is built "
-                                 "from rl_send and rl_recv only (README 28.1: \"using only rl_send / rl_recv\")",
+                                 "from rl_send and rl_recv only (README 28.1: \"using only `rl_send` / `rl_recv`\")",
                                  what, n, g, e->name, e->bytes);
                 if (n == 1 || a->count == 0)
                     ck_abort_msg("%s: rank %d made a %s although %s: there is nothing to send (README 28.1: "
-                                 "\"return 0 at once for n = 1 or count 0\")", what, g, e->name,
+                                 "\"nothing at all for n = 1 or count = 0\")", what, g, e->name,
                                  n == 1 ? "it is alone in its communicator" : "the buffer is empty");
                 int is_send = strcmp(e->name, "send") == 0;
                 ck_assert_msg(e->bytes > 0,
                               "%s on %d ranks: rank %d posted a %s of 0 bytes (an empty chunk); when count < n some "
                               "chunks are empty, and a ring step skips both the send and the matching receive of an "
-                              "empty chunk (README 28.1, Hints: \"skip both the send and the matching recv\")", what,
+                              "empty chunk (README 28.1: \"a chunk that comes out empty is simply not sent\")", what,
                               n, g, e->name);
                 ck_assert_msg(e->bytes <= (double)(chunk * es),
                               "%s on %d ranks: rank %d's %s moved %.0f bytes; a ring step moves one chunk, at most "
-                              "ceil(count/n) = %lld elements = %lld bytes (README 28.1: \"each message is one "
-                              "chunk\")", what, n, g, e->name, e->bytes, (long long)chunk, (long long)(chunk * es));
+                              "ceil(count/n) = %lld elements = %lld bytes (README 28.1: \"each at most "
+                              "⌈count/n⌉ elements and never "
+                              "empty\")", what, n, g, e->name, e->bytes, (long long)chunk, (long long)(chunk * es));
                 if (is_send) {
                     int d = e->peer == right ? 1 : e->peer == left ? -1 : 0;
                     ck_assert_msg(d != 0,
                                   "%s on %d ranks: rank %d (rank %d of its communicator) sent %.0f bytes to world "
                                   "rank %d, which is not one of its ring neighbours (world ranks %d and %d). Every "
-                                  "ring step sends one chunk to the next rank round the ring (README 28.1: \"a send "
-                                  "to the right neighbour and a receive from the left one\"; either direction is "
-                                  "fine); sending each chunk straight to the rank that owns it is not a ring",
+                                  "ring step sends one chunk to the next rank round the ring (README 28.1: \"only "
+                                  "to and from the two ring neighbours (one direction for the whole call)\"; either "
+                                  "direction is fine); sending each chunk straight to the rank that owns it is not "
+                                  "a ring",
                                   what, n, g, cr, e->bytes, e->peer, right, left);
                     if (!dir[g])
                         dir[g] = d;
                     ck_assert_msg(n == 2 || d == dir[g],
                                   "%s on %d ranks: rank %d sent to its %s neighbour, then to its %s one; one call goes "
-                                  "round the ring in one direction (README 28.1: \"a send to the right neighbour and "
-                                  "a receive from the left one\", or the mirror image)", what, n, g,
+                                  "round the ring in one direction (README 28.1: \"one direction for "
+                                  "the whole call\")", what, n, g,
                                   dir[g] > 0 ? "right" : "left", d > 0 ? "right" : "left");
                     nsend++;
                     sent[g] += e->bytes;
@@ -773,7 +776,8 @@ START_TEST(t_ring_time)
             ck_assert_msg(busy <= 1.25 * ab + 1e-9,
                           "ddp_ring_all_reduce(count=%lld) on %d ranks of %s: rank %d's sends and receives kept its "
                           "link busy for %.1f us of virtual time, but 2(n-1) = %d steps of one chunk (%lld elements) "
-                          "take %.1f us when each step's send and receive run at the same time (README 28.1: \"a step's "
+                          "take %.1f us when each step's send and receive run at the same time (README 28.1: \"a "
+                          "step's "
                           "send and receive are in flight at the same time\"). Sends and receives issued one after "
                           "the other take about twice as long", (long long)count, n, hw->name, r, busy * 1e6,
                           2 * (n - 1), (long long)chunk, ab * 1e6);
@@ -1518,8 +1522,8 @@ static const char *ddp_advice(const char *err, int K, const ddp_watch *w)
         return " The grader counted the gradients: every parameter's came in this backward, so every bucket was "
                "complete, but the hook did not launch all of them. One gradient can complete several buckets at "
                "once: its own, and the later ones that were already complete and waiting behind it. The hook "
-               "launches every complete bucket from next_bucket on, in order, not just one per call (README 28.3 "
-               "item 2: \"While bucket next_bucket has pending == 0: ... launch ..., next_bucket++\").";
+               "launches every complete bucket from next_bucket on, in order, not just one per call (README 28.3: "
+               "\"the all-reduce of every bucket that can be launched has been launched\").";
     if (strstr(err, "never became ready") || strstr(err, "never ready"))
         return " Every parameter gets a gradient in these runs: check that pending[] counts start from the "
                "bucket's nparams and go down once per parameter, and that launched buckets move next_bucket on.";
@@ -1674,13 +1678,14 @@ static const char *ddp_launch_advice(const void *arg, int rc)
         return "The grader watched the handles in r->work: some rank launched a bucket while an earlier bucket was "
                "not launched yet. Backward makes gradients ready in another order on each rank, so buckets "
                "launched as they complete go out in a different order on each rank. DDP launches its buckets "
-               "strictly in bucket order 0, 1, 2, ... (README 28.3: \"Buckets launch in order, so every rank issues "
-               "the same collectives in the same sequence\"): a complete bucket waits until every earlier one has "
+               "strictly in bucket order 0, 1, 2, ... (README 28.3: \"Every rank launches the "
+               "same collectives in the same order: bucket order\"): a complete bucket waits until every earlier "
+               "one has "
                "been launched.";
     if (rc == RL_ERR_MISMATCH)
         return "Every rank issues the same all-reduces in the same order: one per bucket and synced backward, in "
                "bucket order 0, 1, 2, ... whatever order backward makes the gradients ready in (README 28.3: "
-               "\"Buckets launch in order\"), none inside no_sync.";
+               "\"bucket order, one all-reduce per bucket per backward\"), none inside no_sync.";
     return "some rank waits in an all-reduce that another rank never issued: every rank launches every bucket "
            "once per synced backward, in bucket order";
 }
@@ -1905,7 +1910,8 @@ static void grad_diagnosis(const ddp_case *c, int r, int s, rl_grade_text *m)
                 "grader watched the handles in r->work): backward makes gradients ready in another order on each "
                 "rank, so the ranks all-reduced different buckets at the same position in the sequence and "
                 "summed a bucket with another bucket of the same size. Buckets launch in bucket order: a complete "
-                "bucket waits until every earlier one is launched (README 28.3: \"Buckets launch in order\").",
+                "bucket waits until every earlier one is launched (README 28.3: \"bucket order, one all-reduce per "
+                "bucket per backward\").",
                 q, c->res.ooo[q][s], c->res.ooo_missing[q][s]);
             found = "ooo";
         }
@@ -2055,7 +2061,8 @@ static void check_bucket_order(const ddp_case *c, const rl_trace *t, const char 
                               "%s: rank %d, step %d: all-reduce #%d moved %.0f bytes but bucket %d has %lld; buckets "
                               "must be launched in bucket order 0, 1, 2, ... whatever order backward makes the "
                               "gradients ready in (a complete bucket waits for every earlier one; README 28.3: "
-                              "\"Buckets launch in order\")", what, r, s, b, ev[b]->bytes, b,
+                              "\"bucket order, one all-reduce per bucket per "
+                              "backward\")", what, r, s, b, ev[b]->bytes, b,
                               (long long)c->res.bucket_bytes[b]);
                 ck_assert_msg(ev[b]->tags[RL_TAG_BUCKET] == -1 || ev[b]->tags[RL_TAG_BUCKET] == b,
                               "%s: rank %d, step %d: all-reduce #%d is tagged bucket %d", what, r, s, b,
@@ -2071,8 +2078,9 @@ static void check_bucket_order(const ddp_case *c, const rl_trace *t, const char 
                 ck_assert_msg(e->tags[RL_TAG_BUCKET] < 0,
                               "%s: rank %d, step %d: backward's kernel '%s' at %.1f us (virtual time since the step "
                               "began) carries the bucket tag %d: the hook tags a bucket's all-reduce and untags right "
-                              "after launching it (README 28.3 item 2: \"tag it (rl_set_tag(ctx, RL_TAG_BUCKET, b)), "
-                              "launch ..., untag\"); a tag left set marks every later kernel of backward as part of "
+                              "after launching it (README 28.3: \"tagged with its bucket "
+                              "(`rl_set_tag(ctx, RL_TAG_BUCKET, b)`, cleared afterwards)\"); a tag left set marks "
+                              "every later kernel of backward as part of "
                               "bucket %d in the timeline and in the trace", what, r, s, e->name,
                               (e->vstart - c->res.start[r][s]) * 1e6, e->tags[RL_TAG_BUCKET], e->tags[RL_TAG_BUCKET]);
             }
@@ -2364,7 +2372,7 @@ static const char *incident_advice(const void *arg, int rc)
     (void)arg;
     if (rc == RL_ERR_MISMATCH)
         return "Every rank issues the same all-reduces in the same order: one per bucket, in bucket order (README "
-               "28.3: \"Buckets launch in order\").";
+               "28.3: \"bucket order, one all-reduce per bucket per backward\").";
     return "the grader leaves the same parameter without a gradient on every rank, so every rank launches the same "
            "buckets; a hang here usually means a rank waits for a bucket that was never launched, or launches "
            "one the others do not";
@@ -2427,8 +2435,10 @@ static void check_never_ready(const incident_case *c)
         ck_assert_msg(c->res.fin_rc[r] != 0,
                       "parameter %d got no gradient in this backward (as an unused head's parameters in lecture 28's "
                       "incident), so bucket %d never became ready and was never launched; ddp_finalize_backward on "
-                      "rank %d returned 0 (message: %s) instead of an error naming the bucket (README 28.3: \"if "
-                      "next_bucket < nbuckets, some parameter got no gradient: return an error naming the bucket\")",
+                      "rank %d returned 0 (message: %s) instead of an error naming the bucket (README 28.3: \"If "
+                      "some bucket was never launched (a parameter got no gradient: the lecture's incident), it "
+                      "returns "
+                      "an error code\")",
                       c->res.skip, c->res.bucket, r, msg);
         ck_assert_msg(names_bucket(c->res.fin_msg[r], c->res.bucket),
                       "parameter %d got no gradient, so bucket %d (of buckets 0..%d) never became ready; "
@@ -2502,15 +2512,18 @@ START_TEST(t_ddp_double_mark)
     rl_grade_text_free(&cases);
     int n = c->n;
     for (int r = 0; r < n; r++) {
-        ck_assert_msg(c->res.mark_rc[r][0] == 0, "rank %d: the first ddp_grad_ready for parameter %d returned %d (%s): %s",
+        ck_assert_msg(c->res.mark_rc[r][0] == 0, "rank %d: the first ddp_grad_ready for parameter %d returned %d "
+                                                 "(%s): %s",
                       r, c->res.skip, c->res.mark_rc[r][0], rl_status_name(c->res.mark_rc[r][0]),
                       c->res.mark_msg[r][0] ? c->res.mark_msg[r] : "(no message)");
         ck_assert_msg(c->res.mark_rc[r][1] != 0,
                       "rank %d: ddp_grad_ready accepted parameter %d a second time in one backward (it returned 0); "
-                      "a second mark must be refused with an error (README 28.3: \"refuse a second mark of the same "
-                      "parameter\"), or its bucket is counted complete before all its gradients are ready", r,
+                      "a second mark must be refused with an error (README 28.3: \"A parameter marked twice in one "
+                      "backward is refused with a message and not counted again\"), or its bucket is counted "
+                      "complete before all its gradients are ready", r,
                       c->res.skip);
-        ck_assert_msg(c->res.mark_msg[r][0], "rank %d: the second mark of parameter %d was refused without a message (use "
+        ck_assert_msg(c->res.mark_msg[r][0], "rank %d: the second mark of parameter %d was refused without a "
+                                             "message (use "
                       "rl_error)", r, c->res.skip);
         ck_assert_msg(c->res.pending_after[r] == c->res.pending_want[r],
                       "rank %d: after one mark and one refused second mark of parameter %d, its bucket %d has "
@@ -2595,14 +2608,15 @@ static void check_losses(const ddp_case *c, const char *what)
             int q = c->grank[r];
             ck_assert_msg(fabs(got - want) <= 1e-4 * fabs(want) + 1e-7,
                           "%s: rank %d, step %d: ddp_train_step reported loss %.7g; the mean loss of this rank's %d "
-                          "micro-batches (samples %lld..%lld%s) is %.7g (ddp.h: \"*loss gets the mean loss of this "
-                          "rank's samples\"; the mean of the K micro-steps' losses, not the last one's or their "
+                          "micro-batches (samples %lld..%lld%s) is %.7g (ddp.h: \"*loss (may be NULL) gets the mean "
+                          "loss of this rank's samples\"; the mean of the K micro-steps' losses, not the last one's "
+                          "or their "
                           "sum)%s", what, r, s, got, c->K, (long long)(q * c->K * c->mb),
                           (long long)((q + 1) * c->K * c->mb - 1), c->ngroups > 1 ? " of its group's data" : "", want,
                           c->ngroups > 1 && q != r
                           ? ". In a split world a rank's samples follow its rank in the reducer's communicator "
-                            "(rl_comm_rank(r->comm)), not its world rank (ddp.h: \"Rank r's micro-batch k ... r being "
-                            "its rank in r->comm\")" : "");
+                            "(rl_comm_rank(r->comm)), not its world rank (ddp.h: \"this rank's samples are its "
+                            "rank-major slice of the step's batch\")" : "");
         }
 }
 
@@ -2613,8 +2627,9 @@ static void check_sync_restored(const ddp_case *c, const char *what)
         for (int s = 0; s < c->steps; s++)
             ck_assert_msg(c->res.sync_after[r][s] == 1,
                           "%s: rank %d, step %d: ddp_train_step returned with require_sync = %d; the step leaves the "
-                          "reducer out of no_sync, require_sync = 1 (README 28.4: \"Set require_sync = 1 again at the "
-                          "end\"; ddp.h), or the next backward that is not inside ddp_train_step's loop — a step with "
+                          "reducer out of no_sync, require_sync = 1 (README 28.4: \"`r->require_sync` is 1 when it "
+                          "returns\"; ddp.h), or the next backward that is not inside ddp_train_step's loop — a "
+                          "step with "
                           "accum_steps = 1, or code that drives backward itself as in 28.3 — all-reduces nothing",
                           what, r, s, c->res.sync_after[r][s]);
 }
@@ -2726,10 +2741,11 @@ START_TEST(t_nosync_overlap)
                               "no_sync the comm stream stays idle (README 28.4)", r, s, j, ev[j]->bytes,
                               (ev[j]->vstart - t0) * 1e6, (c->res.bwd_start[r][s] - t0) * 1e6);
             ck_assert_msg(ev[0]->vstart < c->res.bwd_end[r][s],
-                          "rank %d, step %d of %d micro-steps: the first bucket's all-reduce started at %.1f us but the "
+                          "rank %d, step %d of %d micro-steps: the first bucket's all-reduce started at %.1f us but "
+                          "the "
                           "last micro-step's backward ended at %.1f us (virtual time since the step began); the last "
-                          "micro-step's backward overlaps the all-reduces as in 28.3 (README 28.4: \"the comm stream "
-                          "stays idle until the last micro-step's backward, which overlaps as in 28.3\")", r, s, K,
+                          "micro-step's backward overlaps the all-reduces as in 28.3 (README 28.4: \"none "
+                          "before the last micro-step's backward begins\")", r, s, K,
                           (ev[0]->vstart - t0) * 1e6, (c->res.bwd_end[r][s] - t0) * 1e6);
         }
     rl_trace_free(t);
@@ -3003,7 +3019,8 @@ static void check_sweep_rows(const ddp_sweep_config *sc, const ddp_sweep_table *
         double cap = is_cap ? sc->caps_mb[i] : sc->base.bucket_cap_mb;
         ck_assert_msg(row->ranks == n && row->bucket_cap_mb == cap && (row->straggler_ms > 0) == (!is_cap && !is_world),
                       "%s, row %d ('%s'): ranks %d, cap %g MiB, straggler %g ms; expected ranks %d, cap %g MiB%s "
-                      "(rows: the caps, then worlds 1..%d, then the straggler)", hw->name, i, row_label(row), row->ranks,
+                      "(rows: the caps, then worlds 1..%d, then the "
+                      "straggler)", hw->name, i, row_label(row), row->ranks,
                       row->bucket_cap_mb, row->straggler_ms, n, cap, (!is_cap && !is_world) ? " and the straggler"
                       : ", no straggler", sc->max_ranks);
         int lab_ok = is_cap ? label_is(row->label, "bucket ", cap)

@@ -1211,7 +1211,7 @@ static void td_check(const td_shape *sh, int what)
                     double want = last ? lref[s][res->dp_rank[r]] : 0.0, got = res->loss[r][s];
                     CHECK(last ? fabs(got - want) <= 1e-4 * fabs(want) + 1e-6 : got == 0.0,
                                   "%s: step %d, rank %d (stage %d of %d, DP replica %d): *loss = %.7g, expected %.7g "
-                                  "(lab31.h: \"*loss gets the mean micro-batch loss on the last stage, 0 elsewhere\": "
+                                  "(lab31.h: \"*loss (may be NULL) gets the mean micro-batch loss on the last stage, 0 elsewhere\": "
                                   "the sum of the m losses divided by m, reset every step)", st, s, r, res->stage[r],
                                   sh->pp, res->dp_rank[r], got, want);
                 }
@@ -1229,8 +1229,8 @@ static void td_check(const td_shape *sh, int what)
                               "%s: step %d, rank %d made %d reduce-scatter(s) and %d all-gather(s) of its whole flat "
                               "vector (%lld f32 = %.0f bytes) on its DP group, and %d collectives there in all; ZeRO-1 "
                               "is one reduce-scatter of the gradients and one all-gather of the updated pieces per "
-                              "step on e->comms.dp (lab31.h: \"reduce-scatter e->flat_grad (mean over DP), AdamW on "
-                              "this DP rank's piece, all-gather the updated pieces\")", st, s, r, rs, ag,
+                              "step on e->comms.dp (lab31.h: \"reduce-scatter e->flat_grad (mean over DP: ... ), AdamW "
+                              "on this DP rank's piece, all-gather the updated pieces\")", st, s, r, rs, ag,
                               (long long)res->padded[r], full, all);
                 for (size_t k = 0; k < t->n; k++) {
                     const rl_trace_event *e = &t->ev[k];

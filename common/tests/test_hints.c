@@ -184,6 +184,144 @@ START_TEST(test_hints_file_errors)
 }
 END_TEST
 
+/* Collapses runs of blanks into one space; a line's leading comment star ( * ) or Markdown
+ * '>' counts as blank. */
+static void squeeze(char *t)
+{
+    char *w = t;
+    int blank = 0;
+    for (char *r = t; *r; r++) {
+        int b = *r == ' ' || *r == '\n' || *r == '\t' || *r == '\r';
+        if (*r == '\n') {
+            char *k = r + 1 + strspn(r + 1, " \t");
+            if ((*k == '*' && k[1] != '/') || *k == '>')
+                r = k;
+        }
+        if (b) {
+            blank = 1;
+            continue;
+        }
+        if (blank && w > t)
+            *w++ = ' ';
+        blank = 0;
+        *w++ = *r;
+    }
+    *w = 0;
+}
+
+/* Checks one quotation a grader's message makes, `FILE ...: "text"` (ref: README or a file
+ * name): every piece of text between "..." is in that file of lab dir (or common/). */
+static void check_quote(const char *grader, const char *dir, const char *ref, const char *text, char *bad, size_t size)
+{
+    char path[256];
+    if (!strncmp(ref, "README", 6))
+        snprintf(path, sizeof path, "%s/README.md", dir);
+    else {
+        snprintf(path, sizeof path, "%s/%s", dir, ref);
+        if (access(path, R_OK))
+            snprintf(path, sizeof path, "common/%s", ref);
+    }
+    long len;
+    char *file = rl_test_slurp(path, &len);
+    if (!file)
+        return; /* not a file of the project (a paper, a library) */
+    squeeze(file);
+    char *q = strdup(text);
+    for (char *piece = q, *next; piece; piece = next) {
+        char *dots = strstr(piece, "...");
+        next = dots ? dots + 3 : NULL;
+        if (dots)
+            *dots = 0;
+        squeeze(piece);
+        while (*piece == ' ')
+            piece++;
+        size_t n = strlen(piece);
+        while (n && piece[n - 1] == ' ')
+            piece[--n] = 0;
+        if (n >= 6 && !strstr(file, piece) && strlen(bad) + n + 80 < size)
+            snprintf(bad + strlen(bad), size - strlen(bad), "\n  %s quotes %s: \"%s\"", grader, path, piece);
+    }
+    free(q);
+    free(file);
+}
+
+/* Every quotation of a handout, a skeleton or a header in a grader's messages is in that file:
+ * a handout rewritten under the grader would leave it quoting text the learner cannot find. */
+START_TEST(test_grader_quotes_hold)
+{
+    static const struct { const char *grader, *dir; } labs[] = {
+        { "grader/grade28.c", "labs/28_ddp" }, { "grader/grade29.c", "labs/29_zero_fsdp" },
+        { "grader/grade30.c", "labs/30_tp_pp_sp_cp" }, { "grader/grade31.c", "labs/31_3d_moe_debug" },
+    };
+    char bad[8192] = "";
+    int nquotes = 0;
+    for (int l = 0; l < 4; l++) {
+        long len;
+        char *src = rl_test_slurp(labs[l].grader, &len);
+        ck_assert_ptr_nonnull(src);
+        /* the source's string literals, adjacent ones joined, escapes undone */
+        char *str = malloc((size_t)len + 1);
+        size_t n = 0;
+        for (char *p = src; *p;) {
+            if (*p == '/' && p[1] == '/') {
+                p += strcspn(p, "\n");
+            } else if (*p == '/' && p[1] == '*') {
+                char *e = strstr(p + 2, "*/");
+                p = e ? e + 2 : p + strlen(p);
+            } else if (*p == '\'') {
+                p++;
+                while (*p && *p != '\'')
+                    p += *p == '\\' && p[1] ? 2 : 1;
+                p += *p != 0;
+            } else if (*p == '"') {
+                for (p++; *p && *p != '"'; p++) {
+                    if (*p == '\\' && p[1]) {
+                        p++;
+                        str[n++] = *p == 'n' ? ' ' : *p;
+                    } else
+                        str[n++] = *p;
+                }
+                p += *p != 0;
+                char *after = p + strspn(p, " \t\n");
+                if (*after == '"') {
+                    p = after;
+                    continue;
+                }
+                str[n] = 0;
+                /* each `REF ...: "text"` in it */
+                for (char *c = str; (c = strstr(c, ": \"")); c += 3) {
+                    char *end = strchr(c + 3, '"');
+                    if (!end)
+                        break;
+                    char *ref = c;
+                    while (ref > str && ref[-1] != ' ' && ref[-1] != '(')
+                        ref--;
+                    char name[64];
+                    snprintf(name, sizeof name, "%.*s", (int)strcspn(ref, " :,"), ref);
+                    char *readme = strstr(str, "README ");
+                    int is_readme = readme && readme < c && c - readme < 40 && !memchr(readme, '"', (size_t)(c - readme));
+                    size_t nl = strlen(name);
+                    int is_file = nl > 2 && (!strcmp(name + nl - 2, ".h") || !strcmp(name + nl - 2, ".c"));
+                    if (is_readme || is_file) {
+                        *end = 0;
+                        check_quote(labs[l].grader, labs[l].dir, is_readme ? "README" : name, c + 3, bad, sizeof bad);
+                        nquotes++;
+                        *end = '"';
+                    }
+                }
+                n = 0;
+            } else {
+                p++;
+            }
+        }
+        free(str);
+        free(src);
+    }
+    ck_assert_msg(!bad[0], "a grader quotes text its lab's files do not hold (reword the message or the file):%s", bad);
+    ck_assert_int_ge(nquotes, 20);
+}
+END_TEST
+
 Suite *hints_suite(void)
 {
     Suite *s = suite_create("hints");
@@ -193,6 +331,7 @@ Suite *hints_suite(void)
     tcase_add_loop_test(tc, test_contracts_not_recipes, 0, NLADDERS);
     tcase_add_test(tc, test_hint_one_rung_at_a_time);
     tcase_add_test(tc, test_hints_file_errors);
+    tcase_add_test(tc, test_grader_quotes_hold);
     suite_add_tcase(s, tc);
     return s;
 }
