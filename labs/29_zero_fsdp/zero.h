@@ -169,13 +169,13 @@ int zero_all_gather_params(zero_engine *e);
  * engine. */
 int zero_pre_backward(rl_unit *mu, void *arg);
 /* The grad-ready hook (stages 2, 3, HSDP), arg is the engine. Backward calls it once per
- * parameter, in the order it makes gradients ready — not always reverse registration order.
- * Count p off its unit; when the unit is complete (its count reaches 0, in this call: not
- * at a particular parameter) launch the reduce-scatter of its bucket into this rank's piece
- * of e->grad_shard with RL_ASYNC; wait for the previously launched unit's reduce-scatter
- * (e->last_reduced, whichever unit it was) and free that bucket, before or after launching
- * this one (at most two buckets alive: no full gradient buffer). A unit whose gradients
- * arrive more often than it has parameters (its count below 0) is an error. */
+ * parameter, in the order it makes gradients ready — not always reverse registration order;
+ * when the unit is complete (its count reaches 0, in this call: not at a particular
+ * parameter) launch the reduce-scatter of its bucket into this rank's piece of e->grad_shard,
+ * asynchronously (RL_ASYNC). When a call returns, at most two buckets are alive (no full
+ * gradient buffer), and no bucket has been freed while its reduce-scatter may still run. A
+ * unit whose gradients arrive more often than it has parameters (its count below 0) is an
+ * error. */
 int zero_grad_ready(rl_param *p, void *arg);
 /* After backward (stages 2, 3, HSDP): wait for every reduce-scatter still in flight, free
  * the buckets, [HSDP: all-reduce the pieces across e->replica_comm,] and turn the sums into
