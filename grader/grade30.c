@@ -1293,9 +1293,49 @@ START_TEST(t_tp_refuse)
 }
 END_TEST
 
+/* This learner's numbers for the hand derivations (rl_grade_learner_pick): H1 a layer's
+ * sizes, H3 a pipeline, H4 a layer and a TP size. */
+typedef struct h_numbers {
+    double h1_b, h1_s, h1_h;
+    int h3_p, h3_m, h3_v;
+    double h4_s, h4_b, h4_h;
+    int h4_t;
+} h_numbers;
+
+static h_numbers my_numbers(void)
+{
+    static const double b1[] = { 1, 4 }, s1[] = { 2048, 8192 }, h1[] = { 4096, 5120, 6144, 12288 };
+    static const double p3[] = { 3, 5, 6, 8 }, k3[] = { 2, 3, 4, 6 }, v3[] = { 2, 3, 4 }; /* m = k·p */
+    static const double s4[] = { 2048, 8192 }, b4[] = { 1, 2 }, h4[] = { 4096, 5120, 12288 }, t4[] = { 2, 4, 8 };
+    h_numbers n;
+    n.h1_b = rl_grade_learner_pick("30/H1/b", b1, 2);
+    n.h1_s = rl_grade_learner_pick("30/H1/s", s1, 2);
+    n.h1_h = rl_grade_learner_pick("30/H1/h", h1, 4);
+    n.h3_p = (int)rl_grade_learner_pick("30/H3/p", p3, 4);
+    n.h3_m = n.h3_p * (int)rl_grade_learner_pick("30/H3/m", k3, 4);
+    n.h3_v = (int)rl_grade_learner_pick("30/H3/v", v3, 3);
+    n.h4_s = rl_grade_learner_pick("30/H4/s", s4, 2);
+    n.h4_b = rl_grade_learner_pick("30/H4/b", b4, 2);
+    n.h4_h = rl_grade_learner_pick("30/H4/h", h4, 3);
+    n.h4_t = (int)rl_grade_learner_pick("30/H4/t", t4, 3);
+    return n;
+}
+
+/* make questions LAB=30: this learner's numbers. */
+static void questions30(FILE *out)
+{
+    h_numbers n = my_numbers();
+    fprintf(out, "  H1: a layer with h = %g, b = %g, s = %g, bf16, TP size 8.\n", n.h1_h, n.h1_b, n.h1_s);
+    fprintf(out, "  H3: p = %d stages, m = %d micro-batches; interleaved with v = %d chunks per stage.\n", n.h3_p,
+            n.h3_m, n.h3_v);
+    fprintf(out, "  H4: s = %g, b = %g, h = %g, a = %g heads, t = %d, 16-bit activations, no recomputation.\n",
+            n.h4_s, n.h4_b, n.h4_h, n.h4_h / 128, n.h4_t);
+}
+
 START_TEST(t_ans_tp)
 {
-    rl_calc_tp_in in = { 2, 4096, 8192, 8, 2, NULL };
+    h_numbers n = my_numbers();
+    rl_calc_tp_in in = { n.h1_b, n.h1_s, n.h1_h, 8, 2, NULL };
     rl_calc_tp_out o;
     ck_assert(rl_calc_tp(&in, &o, NULL, 0) == 0);
     CHECK_NUM("h1_fwd_elems", o.fwd_elems, 0.01);
@@ -2079,7 +2119,8 @@ END_TEST
 
 START_TEST(t_ans_act)
 {
-    rl_calc_act_in in = { 4096, 1, 8192, 64, 8, 0, RL_CALC_RECOMPUTE_NONE, 1 };
+    h_numbers n = my_numbers();
+    rl_calc_act_in in = { n.h4_s, n.h4_b, n.h4_h, n.h4_h / 128, n.h4_t, 0, RL_CALC_RECOMPUTE_NONE, 1 };
     rl_calc_act_out o, osp;
     ck_assert(rl_calc_activation(&in, &o, NULL, 0) == 0);
     in.sp = 1;
@@ -3222,9 +3263,10 @@ END_TEST
 
 START_TEST(t_ans_bubble)
 {
-    CHECK_NUM("h3_naive", formula(RL_CALC_SCHED_NAIVE, 4, 16, 1), 0.01);
-    CHECK_NUM("h3_1f1b", formula(RL_CALC_SCHED_1F1B, 4, 16, 1), 0.01);
-    CHECK_NUM("h3_interleaved", formula(RL_CALC_SCHED_INTERLEAVED, 4, 16, 2), 0.01);
+    h_numbers n = my_numbers();
+    CHECK_NUM("h3_naive", formula(RL_CALC_SCHED_NAIVE, n.h3_p, n.h3_m, 1), 0.01);
+    CHECK_NUM("h3_1f1b", formula(RL_CALC_SCHED_1F1B, n.h3_p, n.h3_m, 1), 0.01);
+    CHECK_NUM("h3_interleaved", formula(RL_CALC_SCHED_INTERLEAVED, n.h3_p, n.h3_m, n.h3_v), 0.01);
 }
 END_TEST
 
@@ -3921,7 +3963,7 @@ static const rl_grade_test tests30[] = {
     { "30.1", "t = 1 and one FFN column per rank", 2, 30, &t_tp_sizes, 0 },
     { "30.1", "on a sub-communicator: two TP groups, collectives on the group (trace)", 2, 20, &t_tp_groups, 0 },
     { "30.1", "f not divisible by t, shapes that disagree: refused", 1, 20, &t_tp_refuse, 0 },
-    { "30.1", "answers: TP traffic per layer (4bsh, 70B layer)", 2, 10, &t_ans_tp, RL_GRADE_NO_CHILD },
+    { "30.1", "answers: TP traffic of your layer", 2, 10, &t_ans_tp, RL_GRADE_NO_CHILD },
     { "30.2", "= dense attention (random a, t)", 5, 20, &t_attn, 0 },
     { "30.2", "heads r*a/t.. on rank r: shards, temporaries freed", 2, 20, &t_attn_shards, 0 },
     { "30.2", "one all-reduce of b*s*h (trace)", 2, 20, &t_attn_comm, 0 },
@@ -3932,7 +3974,7 @@ static const rl_grade_test tests30[] = {
     { "30.3", "all-gather and reduce-scatter of b*s*h, no all-reduce (trace)", 4, 20, &t_sp_volume, 0 },
     { "30.3", "activation bytes per rank reduced", 4, 20, &t_sp_memory, 0 },
     { "30.3", "on a sub-communicator: two TP groups, the SP collectives on the group (trace)", 2, 20, &t_sp_groups, 0 },
-    { "30.3", "answers: activation memory with and without SP", 2, 10, &t_ans_act, RL_GRADE_NO_CHILD },
+    { "30.3", "answers: your layer's activation memory with and without SP", 2, 10, &t_ans_act, RL_GRADE_NO_CHILD },
     { "30.4", "schedules validate (dependencies, no deadlock)", 4, 20, &t_pp_validate, 0 },
     { "30.4", "op lists in the handout's order", 4, 20, &t_pp_order, 0 },
     { "30.4", "bad arguments refused", 2, 20, &t_pp_refuse, 0 },
@@ -3942,7 +3984,7 @@ static const rl_grade_test tests30[] = {
     { "30.4", "interleaved bubble (p-1)/(vm+p-1)", 3, 40, &t_pp_interleaved, 0 },
     { "30.4", "peak in-flight: gpipe m, 1f1b min(p-r, m)", 3, 40, &t_pp_inflight, 0 },
     { "30.4", "executor memory: buffers under RL_MEM_COMM, nothing left", 2, 40, &t_pp_memory, 0 },
-    { "30.4", "answers: bubbles for p=4, m=16", 2, 10, &t_ans_bubble, RL_GRADE_NO_CHILD },
+    { "30.4", "answers: bubbles of your pipeline", 2, 10, &t_ans_bubble, RL_GRADE_NO_CHILD },
     { "30.5", "positions: contiguous, zig-zag in local order", 3, 10, &t_cp_positions, 0 },
     { "30.5", "log-sum-exp merge", 3, 10, &t_cp_merge, 0 },
     { "30.5", "ring attention = full attention", 5, 30, &t_cp_equal, 0 },
@@ -3958,7 +4000,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "30", "model parallelism: TP, SP, PP, CP", "labs/30_tp_pp_sp_cp/README.md", "labs/30_tp_pp_sp_cp/answers.txt",
         steps30, (int)(sizeof steps30 / sizeof steps30[0]), tests30, (int)(sizeof tests30 / sizeof tests30[0]),
-        NULL,
+        questions30,
     };
     return rl_grade_main(&lab, argc, argv);
 }
