@@ -4120,12 +4120,65 @@ END_TEST
 
 /* ------------------------------------------------------------------ answers */
 
+/* This learner's numbers for the hand derivations (rl_grade_learner_pick): H1 a model on a 3D
+ * layout, H2 an MoE layer, H3 the hits of 8 experts. */
+typedef struct h_numbers {
+    double h1_psi;
+    int h1_tp, h1_pp, h1_dp;
+    double h2_tokens, h2_cf, h2_hidden;
+    int h2_experts, h2_topk;
+    double h3_hits[8];
+} h_numbers;
+
+static h_numbers my_numbers(void)
+{
+    static const double psi[] = { 30e9, 70e9, 175e9, 405e9 }, tp[] = { 4, 8 }, pp[] = { 4, 8, 16 },
+                        dp[] = { 4, 8, 16, 32 };
+    static const double tok[] = { 2048, 4096, 8192 }, ex[] = { 8, 16, 64 }, k[] = { 1, 2, 4 }, cf[] = { 1.0, 1.25, 1.5 },
+                        hid[] = { 2048, 4096, 7168 };
+    static const double cold[] = { 450, 520, 610, 700, 880, 890, 910, 950, 1020, 1100 }, hot[] = { 2400, 3200, 4100 },
+                        pos[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    h_numbers n;
+    n.h1_psi = rl_grade_learner_pick("31/H1/psi", psi, 4);
+    n.h1_tp = (int)rl_grade_learner_pick("31/H1/tp", tp, 2);
+    n.h1_pp = (int)rl_grade_learner_pick("31/H1/pp", pp, 3);
+    n.h1_dp = (int)rl_grade_learner_pick("31/H1/dp", dp, 4);
+    n.h2_tokens = rl_grade_learner_pick("31/H2/tokens", tok, 3);
+    n.h2_experts = (int)rl_grade_learner_pick("31/H2/experts", ex, 3);
+    n.h2_topk = (int)rl_grade_learner_pick("31/H2/k", k, 3);
+    n.h2_cf = rl_grade_learner_pick("31/H2/cf", cf, 3);
+    n.h2_hidden = rl_grade_learner_pick("31/H2/h", hid, 3);
+    int at = (int)rl_grade_learner_pick("31/H3/hot", pos, 8);
+    for (int i = 0; i < 8; i++) {
+        char q[32];
+        snprintf(q, sizeof q, "31/H3/hits%d", i);
+        n.h3_hits[i] = i == at ? rl_grade_learner_pick(q, hot, 3) : rl_grade_learner_pick(q, cold, 10);
+    }
+    return n;
+}
+
+/* make questions LAB=31: this learner's numbers. */
+static void questions31(FILE *out)
+{
+    h_numbers n = my_numbers();
+    fprintf(out, "  H1: a model of %g·10⁹ parameters on TP%d × PP%d × DP%d, K = 12.\n", n.h1_psi / 1e9, n.h1_tp,
+            n.h1_pp, n.h1_dp);
+    fprintf(out, "  H2: T = %g tokens, E = %d experts, top-%d, capacity factor %g, h = %g, bf16.\n", n.h2_tokens,
+            n.h2_experts, n.h2_topk, n.h2_cf, n.h2_hidden);
+    fprintf(out, "  H3: expert hits [");
+    for (int i = 0; i < 8; i++)
+        fprintf(out, i ? ", %g" : "%g", n.h3_hits[i]);
+    fprintf(out, "].\n");
+}
+
 START_TEST(t_ans_memory)
 {
-    rl_calc_zero_in zi = { .params = 70e9 / 64, .dp = 8, .k = 12 };
+    h_numbers n = my_numbers();
+    double per_gpu = n.h1_psi / (n.h1_tp * n.h1_pp);
+    rl_calc_zero_in zi = { .params = per_gpu, .dp = n.h1_dp, .k = 12 };
     rl_calc_zero_out zo;
     ck_assert(rl_calc_zero(&zi, &zo, NULL, 0) == 0);
-    CHECK_NUM("h1_params_per_gpu", 70e9 / 64, 0.005);
+    CHECK_NUM("h1_params_per_gpu", per_gpu, 0.005);
     CHECK_NUM("h1_zero1_gb", zo.bytes[RL_CALC_ZERO1] / 1e9, 0.005);
     CHECK_NUM("h1_zero3_gb", zo.bytes[RL_CALC_ZERO3] / 1e9, 0.005);
 }
@@ -4133,7 +4186,9 @@ END_TEST
 
 START_TEST(t_ans_moe)
 {
-    rl_calc_moe_in mi = { .tokens = 4096, .experts = 8, .topk = 2, .cf = 1.25, .hidden = 4096, .dtype_bytes = 2 };
+    h_numbers n = my_numbers();
+    rl_calc_moe_in mi = { .tokens = n.h2_tokens, .experts = n.h2_experts, .topk = n.h2_topk, .cf = n.h2_cf,
+                          .hidden = n.h2_hidden, .dtype_bytes = 2 };
     rl_calc_moe_out mo;
     ck_assert(rl_calc_moe(&mi, &mo, NULL, 0) == 0);
     CHECK_NUM("h2_capacity", mo.capacity, 0.001);
@@ -4144,9 +4199,9 @@ END_TEST
 
 START_TEST(t_ans_hits)
 {
-    double hits[8] = { 950, 1020, 890, 3200, 450, 910, 880, 520 };
+    h_numbers n = my_numbers();
     rl_diag_spread s;
-    ck_assert(rl_diag_spread_of(hits, 8, NULL, &s, NULL, 0) == 0);
+    ck_assert(rl_diag_spread_of(n.h3_hits, 8, NULL, &s, NULL, 0) == 0);
     CHECK_NUM("h3_hits_cv", s.cv, 0.01);
     CHECK_NUM("h3_hits_max_min", s.ratio, 0.01);
 }
@@ -4217,7 +4272,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "31", "3D parallelism, MoE and failure debugging", "labs/31_3d_moe_debug/README.md",
         "labs/31_3d_moe_debug/answers.txt", steps31, (int)(sizeof steps31 / sizeof steps31[0]), tests31,
-        (int)(sizeof tests31 / sizeof tests31[0]), NULL,
+        (int)(sizeof tests31 / sizeof tests31[0]), questions31,
     };
     return rl_grade_main(&lab, argc, argv);
 }
