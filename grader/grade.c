@@ -973,7 +973,7 @@ static int set_learner(const char *arg)
     if (arg && r == 1 && strcmp(v, arg))
         printf("Note: %s says learner = %s, but this submission is %s's: the hand derivations are graded with %s's "
                "numbers (make learner ID=%s, then make questions, shows them)\n", answers_path, v, arg, arg, arg);
-    snprintf(learner_id, sizeof learner_id, "%s", id);
+    memcpy(learner_id, id, strlen(id) + 1); /* shorter than learner_id: checked above */
     return 0;
 }
 
