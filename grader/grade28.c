@@ -3165,18 +3165,63 @@ END_TEST
 
 /* ------------------------------------------------------------------ answers file */
 
-/* H1: N = 4, Ψ = 4 MB: bytes per GPU in reduce-scatter and in the whole all-reduce (MB). */
+/* This learner's numbers for the hand derivations (rl_grade_learner_pick). */
+typedef struct h_numbers {
+    int h1_n, h2_n, h3_node, h3_cluster, h4_gpus, h6_n;
+    double h1_mb, h3_params, h4_speedup, h5_fast_ms, h5_slow_ms, h6_mib;
+} h_numbers;
+
+static h_numbers my_numbers(void)
+{
+    static const double n1[] = { 3, 5, 6, 8 }, mb1[] = { 6, 12, 40, 100 }, n2[] = { 256, 512, 2048, 4096 };
+    static const double p3[] = { 1.3e9, 3e9, 13e9, 34e9 }, node3[] = { 4, 8, 16 }, cl3[] = { 512, 2048 };
+    static const double sp4[] = { 180, 260, 330, 410 }, g4[] = { 512, 1024 }, f5[] = { 15, 20, 30 },
+                        s5[] = { 45, 80, 95 }, mib6[] = { 10, 50, 100 }, n6[] = { 2, 8 };
+    h_numbers n;
+    n.h1_n = (int)rl_grade_learner_pick("28/H1/n", n1, 4);
+    n.h1_mb = rl_grade_learner_pick("28/H1/mb", mb1, 4);
+    n.h2_n = (int)rl_grade_learner_pick("28/H2/n", n2, 4);
+    n.h3_params = rl_grade_learner_pick("28/H3/params", p3, 4);
+    n.h3_node = (int)rl_grade_learner_pick("28/H3/node", node3, 3);
+    n.h3_cluster = (int)rl_grade_learner_pick("28/H3/cluster", cl3, 2);
+    n.h4_speedup = rl_grade_learner_pick("28/H4/speedup", sp4, 4);
+    n.h4_gpus = (int)rl_grade_learner_pick("28/H4/gpus", g4, 2);
+    n.h5_fast_ms = rl_grade_learner_pick("28/H5/fast", f5, 3);
+    n.h5_slow_ms = rl_grade_learner_pick("28/H5/slow", s5, 3);
+    n.h6_mib = rl_grade_learner_pick("28/H6/mib", mib6, 3);
+    n.h6_n = (int)rl_grade_learner_pick("28/H6/n", n6, 2);
+    return n;
+}
+
+/* make questions LAB=28: this learner's numbers. */
+static void questions28(FILE *out)
+{
+    h_numbers n = my_numbers();
+    fprintf(out, "  H1: ring all-reduce on N = %d GPUs of a %g MB gradient buffer.\n", n.h1_n, n.h1_mb);
+    fprintf(out, "  H2: one all-reduce on %d GPUs.\n", n.h2_n);
+    fprintf(out, "  H3: a model of %g·10⁹ parameters, bf16 gradients, on %d GPUs and on %d GPUs.\n",
+            n.h3_params / 1e9, n.h3_node, n.h3_cluster);
+    fprintf(out, "  H4: a job runs %gx faster on %d GPUs than on one.\n", n.h4_speedup, n.h4_gpus);
+    fprintf(out, "  H5: every rank but one finishes its compute in %g ms, the straggler in %g ms.\n", n.h5_fast_ms,
+            n.h5_slow_ms);
+    fprintf(out, "  H6: one %g MiB bucket, ring all-reduce on %d GPUs of h100-nvlink and of a100-pcie.\n",
+            n.h6_mib, n.h6_n);
+}
+
+/* H1: bytes per GPU in the reduce-scatter and in the whole all-reduce (MB). */
 START_TEST(t_ans_traffic)
 {
-    CHECK_NUM("h1_reduce_scatter_mb", rl_ring_bytes_per_rank(RL_COLL_REDUCE_SCATTER, 4, 4e6) / 1e6, 0.01);
-    CHECK_NUM("h1_total_mb", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, 4, 4e6) / 1e6, 0.01);
+    h_numbers n = my_numbers();
+    CHECK_NUM("h1_reduce_scatter_mb", rl_ring_bytes_per_rank(RL_COLL_REDUCE_SCATTER, n.h1_n, n.h1_mb * 1e6) / 1e6, 0.01);
+    CHECK_NUM("h1_total_mb", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h1_n, n.h1_mb * 1e6) / 1e6, 0.01);
 }
 END_TEST
 
-/* H2: latency steps of ring and tree all-reduce at 1024 GPUs. */
+/* H2: latency steps of ring and tree all-reduce. */
 START_TEST(t_ans_latency)
 {
-    rl_calc_coll_in in = { RL_COLL_ALL_REDUCE, RL_ALGO_RING, 1024, 1e6, rl_hw_find("h100-2node-ib"), NULL };
+    h_numbers n = my_numbers();
+    rl_calc_coll_in in = { RL_COLL_ALL_REDUCE, RL_ALGO_RING, n.h2_n, 1e6, rl_hw_find("h100-2node-ib"), NULL };
     rl_calc_coll_out ring, tree;
     ck_assert(rl_calc_coll(&in, &ring, NULL, 0) == 0);
     in.algo = RL_ALGO_TREE;
@@ -3186,32 +3231,34 @@ START_TEST(t_ans_latency)
 }
 END_TEST
 
-/* H3: a 7B model's 14 GB of gradients: GB each GPU sends per step at 8 and 1024 GPUs. */
+/* H3: a model's bf16 gradients: GB each GPU sends per step on a node and on a cluster. */
 START_TEST(t_ans_7b)
 {
-    CHECK_NUM("h3_gb_8", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, 8, 14e9) / 1e9, 0.01);
-    CHECK_NUM("h3_gb_1024", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, 1024, 14e9) / 1e9, 0.005);
+    h_numbers n = my_numbers();
+    double bytes = 2 * n.h3_params;
+    CHECK_NUM("h3_gb_node", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h3_node, bytes) / 1e9, 0.01);
+    CHECK_NUM("h3_gb_cluster", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h3_cluster, bytes) / 1e9, 0.005);
 }
 END_TEST
 
-/* H4: scaling efficiency of a 260x speed-up on 512 GPUs; H5: a straggler's cost. */
+/* H4: scaling efficiency; H5: a straggler's cost. */
 START_TEST(t_ans_efficiency)
 {
-    double speedup = 260, gpus = 512;
-    CHECK_NUM("h4_efficiency_pct", 100.0 * speedup / gpus, 0.01);
-    double fast_ms = 20, slow_ms = 80;
-    CHECK_NUM("h5_wait_ms", slow_ms - fast_ms, 0.01);
+    h_numbers n = my_numbers();
+    CHECK_NUM("h4_efficiency_pct", 100.0 * n.h4_speedup / n.h4_gpus, 0.01);
+    CHECK_NUM("h5_wait_ms", n.h5_slow_ms - n.h5_fast_ms, 0.01);
 }
 END_TEST
 
-/* H6: α-β time of one 25 MiB bucket on 8 GPUs of two profiles (µs). */
+/* H6: α-β time of one bucket on two profiles (µs). */
 START_TEST(t_ans_bucket_time)
 {
-    double S = 25.0 * DDP_MIB;
-    CHECK_NUM("h6_h100_us", 1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, 8, S, &rl_hw_find("h100-nvlink")->intra),
-              0.02);
-    CHECK_NUM("h6_a100pcie_us", 1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, 8, S, &rl_hw_find("a100-pcie")->intra),
-              0.02);
+    h_numbers n = my_numbers();
+    double S = n.h6_mib * DDP_MIB;
+    CHECK_NUM("h6_h100_us",
+              1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n.h6_n, S, &rl_hw_find("h100-nvlink")->intra), 0.02);
+    CHECK_NUM("h6_a100pcie_us",
+              1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n.h6_n, S, &rl_hw_find("a100-pcie")->intra), 0.02);
 }
 END_TEST
 
@@ -3272,11 +3319,11 @@ static const rl_grade_test tests28[] = {
     { "28.5", "the sweep produces a table", 6, 60, &t_sweep_table, 0 },
     { "28.5", "the sweep on a100-pcie and on two nodes (group link)", 4, 60, &t_sweep_other_hw, 0 },
     { "28.5", "a straggler makes everyone wait", 3, 40, &t_sweep_straggler, 0 },
-    { "28.5", "answers: ring traffic per GPU (N=4, 4 MB)", 2, 10, &t_ans_traffic, RL_GRADE_NO_CHILD },
-    { "28.5", "answers: ring vs tree latency steps at 1024 GPUs", 2, 10, &t_ans_latency, RL_GRADE_NO_CHILD },
-    { "28.5", "answers: 7B gradients at 8 and 1024 GPUs", 2, 10, &t_ans_7b, RL_GRADE_NO_CHILD },
+    { "28.5", "answers: ring traffic per GPU (your N and buffer)", 2, 10, &t_ans_traffic, RL_GRADE_NO_CHILD },
+    { "28.5", "answers: ring vs tree latency steps on your GPUs", 2, 10, &t_ans_latency, RL_GRADE_NO_CHILD },
+    { "28.5", "answers: your model's gradients on a node and a cluster", 2, 10, &t_ans_7b, RL_GRADE_NO_CHILD },
     { "28.5", "answers: scaling efficiency, straggler wait", 2, 10, &t_ans_efficiency, RL_GRADE_NO_CHILD },
-    { "28.5", "answers: a 25 MiB bucket on NVLink and PCIe", 2, 10, &t_ans_bucket_time, RL_GRADE_NO_CHILD },
+    { "28.5", "answers: your bucket on NVLink and PCIe", 2, 10, &t_ans_bucket_time, RL_GRADE_NO_CHILD },
     { "28.5", "answers: interview questions", 3, 10, &t_ans_interview, RL_GRADE_NO_CHILD },
 };
 
@@ -3285,7 +3332,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "28", "DDP: data parallelism and bucket overlap", "labs/28_ddp/README.md", "labs/28_ddp/answers.txt",
         steps28, (int)(sizeof steps28 / sizeof steps28[0]), tests28, (int)(sizeof tests28 / sizeof tests28[0]),
-        NULL,
+        questions28,
     };
     return rl_grade_main(&lab, argc, argv);
 }

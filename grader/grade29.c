@@ -2709,7 +2709,7 @@ typedef struct h_numbers {
 static h_numbers my_numbers(void)
 {
     static const double psi1[] = { 1.3e9, 2.7e9, 6.7e9, 13e9, 30e9, 65e9 }, n1[] = { 4, 8, 16, 32, 64 };
-    static const double mem2[] = { 24, 40, 48, 80, 96 }, n2[] = { 8, 16, 32, 128, 256 };
+    static const double mem2[] = { 24, 40, 48, 80, 96 }, n2[] = { 8, 16, 32, 128, 512 };
     static const double psi3[] = { 13e9, 34e9, 70e9, 180e9 }, link3[] = { 0, 1, 2 };
     static const char *const links[] = { "h100-nvlink", "h100-2node-ib", "a100-pcie" };
     h_numbers h;
