@@ -1,4 +1,4 @@
-/* calc.c — the course's cost formulas (see calc.h and REFERENCE.md). */
+/* calc.c — the course's cost formulas (see calc.h; `ringlab calc TOPIC --help` prints each). */
 #include "apiwatch.h"
 #include "calc.h"
 #include <ctype.h>

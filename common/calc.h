@@ -1,8 +1,8 @@
-/* calc.h — the course's cost calculators: one implementation of every formula in
- * REFERENCE.md (ZeRO memory and traffic, collective α-β times and bus bandwidth, TP
- * traffic, activation memory, pipeline bubbles, training FLOPs and MFU, MoE capacity and
- * all-to-all volume) and a parallelism planner. `ringlab calc`, the graders and the lab
- * summaries all call these; collective times come from cost.h.
+/* calc.h — the course's cost calculators: one implementation of every formula the labs use
+ * (ZeRO memory and traffic, collective α-β times and bus bandwidth, TP traffic, activation
+ * memory, pipeline bubbles, training FLOPs and MFU, MoE capacity and all-to-all volume; each
+ * with its source in `ringlab calc TOPIC --help`) and a parallelism planner. `ringlab calc`,
+ * the graders and the lab summaries all call these; collective times come from cost.h.
  *
  * Conventions: every function fills an output struct and returns RL_OK, or RL_ERR_ARG with
  * a message in err (what was wrong and how to fix it); none prints or aborts. Bytes are

@@ -2,8 +2,8 @@
  * (FILE.flight.json, written by the watchdog; see flight.c) → culprit rank, collective seq
  * and kind of fault; spread of per-rank figures (step times → stragglers, expert hits →
  * hot experts); the first non-finite or spiking norm over (step, rank, layer).
- * Thresholds from REFERENCE.md: CV > 0.4 or max/min > 3 flags an imbalance; a norm above
- * 5× its recent mean (or not finite) is a spike. */
+ * Thresholds (the course's MoE-imbalance test, used for stragglers too): CV > 0.4 or
+ * max/min > 3 flags an imbalance; a norm above 5× its recent mean (or not finite) is a spike. */
 #ifndef RL_DIAGNOSE_H
 #define RL_DIAGNOSE_H
 #include <stddef.h>

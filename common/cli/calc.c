@@ -622,6 +622,9 @@ static int run_mfu(const topic *tp, int argc, char **argv)
     printf("formula: MFU = (F / time) / (GPUs × peak FLOP/s)\n");
     printf("result:  achieved %.4g TFLOP/s of %.4g TFLOP/s peak: MFU = %.2f%%\n", r.achieved / 1e12, r.peak / 1e12,
            100 * r.mfu);
+    if (r.mfu > 1)
+        printf("warning: MFU above 100%% is impossible: the FLOPs are too many, the time too short, or the GPUs too "
+               "few (--gpus) for this profile's peak\n");
     return 0;
 }
 
@@ -876,7 +879,7 @@ static const topic topics[] = {
       " - Layout G = TP·PP·DP, TP innermost, then PP, DP outermost; a group uses the intra-node link if\n"
       "   all its ranks share a node, else the inter-node link (more nodes of the profile's kind if needed).\n"
       " - Candidates: TP a power of two dividing G, heads and h; PP dividing G/TP and L; DP = G/(TP·PP)\n"
-      "   dividing B; micro-batch size b a power of two dividing B/DP, m = B/(DP·b); ZeRO 0..3 (0 only at DP = 1);\n"
+      "   dividing B; micro-batch size b a power of two dividing B/DP, m = B/(DP·b); ZeRO 0..3 (at DP = 1: ZeRO 0 only);\n"
       "   recompute none/selective/full; 1F1B schedule.\n"
       " - Compute per micro-batch and stage: (6Ψ + 12·L·h·S)·b·S/(TP·PP) FLOPs at peak bf16; selective\n"
       "   recompute adds 4·L·h·S per token, full recompute 2Ψ + 4·L·h·S per token.\n"
@@ -888,7 +891,8 @@ static const topic topics[] = {
       " - Memory per GPU: ZeRO states of Ψ/(TP·PP) parameters (Nd = DP, K) + activations of L/PP layers ×\n"
       "   min(m, PP) micro-batches in flight, Korthikanti formulas with SP when TP > 1; fits if <= HBM.\n"
       " - Ranked: fitting plans by step time, then the rest. MFU = (6Ψ + 12·L·h·S)·B·S /\n"
-      "   (step × G × peak). Warnings: TP across nodes, m < 4·PP, out of memory.\n"
+      "   (step × G × peak): an upper bound, since compute runs at peak FLOP/s in this model.\n"
+      "   Warnings: TP across nodes, m < 4·PP, out of memory.\n"
       "JSON keys: topic, inputs{...}, candidates, fitting, plans[{tp,pp,dp,m,b,zero,recompute,step_time_s,\n"
       "compute_time_s,bubble_time_s,tp_time_s,pp_time_s,dp_time_s,mem_states_bytes,mem_activation_bytes,\n"
       "mem_total_bytes,mfu,fits,warnings[tp_across_nodes|m_lt_4p|out_of_memory]}].\n",
