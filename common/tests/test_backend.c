@@ -386,7 +386,7 @@ START_TEST(test_labs_on_emulated_gpu)
         const char *lab, *args;
     } runs[] = {
         { "28_ddp", "--ranks 4 --steps 3" }, { "29_zero_fsdp", "--ranks 4 --steps 2" },
-        { "30_tp_pp_sp_cp", "--ranks 4" },    { "31_3d_moe_debug", "--part 3d" },
+        { "30_tp_pp_sp_cp", "--ranks 4" },    { "31_3d_moe_debug", "--part 3d --steps 3" },
         { "31_3d_moe_debug", "--part moe" },  { "31_3d_moe_debug", "--part diagnose" },
     };
     static char sim[1 << 18], gpu[1 << 18];
@@ -452,7 +452,7 @@ START_TEST(test_nccl_path_on_emulated_gpus)
         int same; /* 1: the whole output equals sim's; 0: the Loss line (lab 28 labels its times measured) */
     } runs[] = {
         { "28_ddp", "--ranks 4 --steps 3", 0 },     { "29_zero_fsdp", "--ranks 4 --steps 2", 1 },
-        { "30_tp_pp_sp_cp", "--ranks 4", 1 },        { "31_3d_moe_debug", "--part 3d", 1 },
+        { "30_tp_pp_sp_cp", "--ranks 4", 1 },        { "31_3d_moe_debug", "--part 3d --steps 3", 1 },
         { "31_3d_moe_debug", "--part moe", 1 },      { "31_3d_moe_debug", "--part diagnose", 1 },
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {

@@ -26,7 +26,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: make run LAB=31 [RANKS=8] [ARGS=\"--part mesh|3d|moe|diagnose|plan ...\"]\n"
                "  --part P         mesh (default), 3d, moe, diagnose, plan\n"
                "  --dp --pp --tp --cp --ep N   mesh / 3d sizes (default dp = ranks/(pp·tp·cp), pp = tp = 2)\n"
-               "  --m N            micro-batches per step (3d, default 4)   --steps N (3d, default 3)\n"
+               "  --m N            micro-batches per step (3d, default 4)   --steps N (3d, default 8)\n"
                "  --experts E --top-k K --capacity-factor F   (moe; default 8, 2, 1.25)\n");
     rl_opts d;
     rl_opts_init(&d);
@@ -164,7 +164,7 @@ static int part_3d(const args *a)
     c->model.hidden = 64, c->model.layers = 4, c->model.out_dim = 8;
     c->model.param_dtype = c->model.grad_dtype = RL_F32;
     c->adamw = rl_adamw_defaults();
-    c->adamw.lr = 1e-2f;
+    c->adamw.lr = 3e-3f;
     c->data_seed = 5;
     t->steps = a->steps < 64 ? a->steps : 64;
     rl_trace *tr = NULL;
@@ -353,7 +353,7 @@ int main(int argc, char **argv)
     }
     if (rl_require_one_process(&a.opts, "lab 31"))
         return RL_EXIT_USAGE;
-    a.part = "mesh", a.pp = 2, a.tp = 2, a.cp = 1, a.ep = 1, a.m = 4, a.steps = 3, a.experts = 8, a.top_k = 2;
+    a.part = "mesh", a.pp = 2, a.tp = 2, a.cp = 1, a.ep = 1, a.m = 4, a.steps = 8, a.experts = 8, a.top_k = 2;
     a.cf = 1.25;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
