@@ -131,8 +131,10 @@ int rl_attn_block_forward_pos(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *
 }
 
 /* One row: lse' = lse + log(1 + exp(lse_b − lse)), written around the larger of the two. */
+RL_API_WATCHED
 static void merge_row(float *o, float *l, const float *ob, float lb, int64_t d)
 {
+    RL_API_ENTRY();
     float la = *l;
     if (lb == -INFINITY)
         return;

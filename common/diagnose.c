@@ -110,8 +110,10 @@ static const rl_diag_rec *find(const rl_diag_flight *fl, const char *comm, int r
 }
 
 /* Looks for the first anomaly on one communicator; returns 1 and fills res (and *when). */
+RL_API_WATCHED
 static int analyze_comm(const rl_diag_flight *fl, const char *comm, rl_diag_result *res, double *when)
 {
+    RL_API_ENTRY();
     int n = fl->nranks;
     int64_t *lo = malloc(sizeof(int64_t) * (size_t)n), *hi = malloc(sizeof(int64_t) * (size_t)n);
     char *member = calloc((size_t)n, 1);

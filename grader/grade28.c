@@ -16,6 +16,7 @@
 #include <strings.h>
 #include "calc.h"
 #include "ddp.h"
+#include "apiwatch.h"
 #include "grade.h"
 
 #define MAXR 16
@@ -149,8 +150,19 @@ typedef struct ring_job {
     int keep_trace;
 } ring_job;
 
-/* Value of world rank q at element i: small integers, so every sum is exact in f32 and bf16. */
-static float pat(int q, int64_t i) { return (float)((q * 5 + i * 3) % 13) - 6.0f; }
+/* The salt of this test's ring inputs (drawn from the run's seed by ring_run, the same in the child
+ * and the judge): the inputs follow no formula a lab file could sum in closed form. */
+static uint64_t pat_salt;
+
+/* Rank q's input element i: a small integer (-6..6), so that every sum is exact in f32 and bf16. */
+static float pat(int q, int64_t i)
+{
+    uint64_t h = pat_salt ^ ((uint64_t)(q + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i * 0xbf58476d1ce4e5b9ull);
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    return (float)(h % 13) - 6.0f;
+}
 
 static int ring_rank(rl_ctx *ctx, void *arg)
 {
@@ -256,6 +268,8 @@ static void ring_groups(const ring_arg *a, int W, int size[MAXR], int members[MA
 static void ring_run(int W, int64_t count, rl_dtype dt, int split, int reps, ring_arg *a, const rl_hw *hw,
                      rl_trace **tr)
 {
+    rl_rng salt = rl_grade_rng(0x7061); /* the same draw in the child and the judge */
+    pat_salt = rl_rng_next(&salt);
     int color[MAXR], key[MAXR];
     memcpy(color, a->color, sizeof color);
     memcpy(key, a->key, sizeof key);
@@ -795,8 +809,10 @@ END_TEST
 
 /* The bucket rule, written out independently: reverse order, close at the cap, no splits,
  * tied duplicates bucketed once with their original (followed through to the original). */
+RL_API_WATCHED
 static void ref_assign(const ddp_param_desc *d, int n, int64_t first, int64_t cap, ddp_bucket_plan *p)
 {
+    RL_API_ENTRY(); /* a reference: a lab file reaching it fails the test (grader/allow/) */
     p->nbuckets = 0;
     p->norder = 0;
     int64_t limit = first, bytes = 0;

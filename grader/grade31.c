@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "apiwatch.h"
 #include "grade.h"
 #include "lab31.h"
 #include "moe.h"
@@ -1473,8 +1474,10 @@ static void moe_input(float *x, int rank, int64_t T, int h, uint64_t seed)
 /* The router of the handout: softmax over all E, the k most probable (ties → lower id), their
  * probabilities renormalised. Returns the smallest gap between the logits that decide the
  * order of the first k+1 choices of a token (a near-tie there would make rounding matter). */
+RL_API_WATCHED
 static double ref_route(const float *z, int64_t T, int E, int k, float *p, int *ids, float *w)
 {
+    RL_API_ENTRY(); /* a reference: a lab file reaching it fails the test (grader/allow/) */
     double gap = INFINITY;
     for (int64_t t = 0; t < T; t++) {
         double mx = -INFINITY, s = 0;
@@ -1518,8 +1521,10 @@ typedef struct moe_ref {
 } moe_ref;
 
 /* The one-rank reference for one source rank's tokens x [T, h] (y allocated here). */
+RL_API_WATCHED
 static void moe_reference(const moe_config *cfg, const float *x, int64_t T, const rl_fault *hot, moe_ref *out)
 {
+    RL_API_ENTRY(); /* a reference: a lab file reaching it fails the test (grader/allow/) */
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     moe_config c1 = *cfg;
     c1.ep = 1;

@@ -172,6 +172,20 @@ START_TEST(test_release_builds_and_grades_zero)
                   "make hint then make grade in the release (exit %d):\n%s", rc, out);
     free(out);
     check_autograder(dir);
+    /* the learner's id, written into every answers file, and the numbers it gives */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory "
+             "learner ID='two words' 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc != 0 && strstr(out, "make learner needs ID="), "make learner with a bad id (exit %d):\n%s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
+             "MPI=0 learner ID=ada@uni.example 2>&1 && grep -c '^learner = ada@uni.example$' labs/*/answers.txt && "
+             "env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 MPI=0 questions LAB=29 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && rl_test_count(out, "answers.txt:1") == 4 && strstr(out, "(learner ada@uni.example)") &&
+                      strstr(out, "H1: a model of") && strstr(out, "H3: a model of"),
+                  "make learner, then make questions LAB=29, in the release (exit %d):\n%s", rc, out);
+    free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
 }
