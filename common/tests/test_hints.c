@@ -322,6 +322,96 @@ START_TEST(test_grader_quotes_hold)
 }
 END_TEST
 
+/* The interview questions of a lab's handout: per question the four options' texts (squeezed). */
+typedef struct iq {
+    int n;                 /* questions */
+    char *opt[8][4];
+} iq;
+
+static void iq_read(const char *readme, iq *q)
+{
+    memset(q, 0, sizeof *q);
+    long len;
+    char *t = rl_test_slurp(readme, &len);
+    ck_assert_ptr_nonnull(t);
+    char *sec = strstr(t, "## Interview questions");
+    ck_assert_msg(sec, "%s: no '## Interview questions'", readme);
+    char *end = strstr(sec + 3, "\n## ");
+    if (end)
+        *end = 0;
+    for (char *at = sec; (at = strstr(at, "**I")) && q->n < 8; q->n++) { /* "**I1." as a line or a list item */
+        if (!(at[3] >= '1' && at[3] <= '9')) {
+            at += 3, q->n--;
+            continue;
+        }
+        at += 3;
+        for (int k = 0; k < 4; k++) {
+            char mark[8];
+            snprintf(mark, sizeof mark, "(%c) ", 'a' + k);
+            char *o = strstr(at, mark);
+            ck_assert_msg(o, "%s: question I%d has no option (%c)", readme, q->n + 1, 'a' + k);
+            o += 4;
+            char next[8];
+            snprintf(next, sizeof next, "(%c) ", 'a' + k + 1);
+            char *e = k < 3 ? strstr(o, next) : NULL;
+            char *stop = strstr(o, "\n\n"), *item = strstr(o, "\n- ");
+            if (item && (!stop || item < stop))
+                stop = item;
+            if (!e || (stop && stop < e))
+                e = stop ? stop : o + strlen(o);
+            q->opt[q->n][k] = strndup(o, (size_t)(e - o));
+            squeeze(q->opt[q->n][k]);
+            at = e;
+        }
+    }
+    free(t);
+}
+
+/* Interview questions with real distractors: the right option (grader/keys/) is the longest in
+ * at most a quarter of a lab's questions, and no option is more than 1.6 times as long as
+ * another of its question (similar length, similar specificity). */
+START_TEST(test_interview_options_balanced)
+{
+    static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
+    char path[128], bad[4096] = "";
+    for (int l = 0; l < 4; l++) {
+        snprintf(path, sizeof path, "labs/%s/README.md", labs[l]);
+        iq q;
+        iq_read(path, &q);
+        snprintf(path, sizeof path, "grader/keys/%s.txt", labs[l]);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        char line[256], key[128], letter[4];
+        int k = 0, longest_right = 0;
+        while (fgets(line, sizeof line, f) && k < q.n)
+            if (line[0] != '#' && sscanf(line, "%127s %3s", key, letter) == 2) {
+                int right = letter[0] - 'a', longest = 0;
+                size_t mn = (size_t)-1, mx = 0;
+                for (int o = 0; o < 4; o++) {
+                    size_t n = strlen(q.opt[k][o]);
+                    mn = n < mn ? n : mn, mx = n > mx ? n : mx;
+                    if (n > strlen(q.opt[k][longest]))
+                        longest = o;
+                }
+                longest_right += longest == right;
+                if (mx * 10 > mn * 16 && strlen(bad) < sizeof bad - 200)
+                    snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "\n  %s I%d: options of %zu to %zu characters",
+                             labs[l], k + 1, mn, mx);
+                k++;
+            }
+        fclose(f);
+        ck_assert_int_eq(k, q.n);
+        if (longest_right * 4 > q.n && strlen(bad) < sizeof bad - 200)
+            snprintf(bad + strlen(bad), sizeof bad - strlen(bad),
+                     "\n  %s: the right option is the longest in %d of %d questions", labs[l], longest_right, q.n);
+        for (int i = 0; i < q.n; i++)
+            for (int o = 0; o < 4; o++)
+                free(q.opt[i][o]);
+    }
+    ck_assert_msg(!bad[0], "interview options give the answer away (the longest is right, or lengths differ):%s", bad);
+}
+END_TEST
+
 Suite *hints_suite(void)
 {
     Suite *s = suite_create("hints");
@@ -332,6 +422,7 @@ Suite *hints_suite(void)
     tcase_add_test(tc, test_hint_one_rung_at_a_time);
     tcase_add_test(tc, test_hints_file_errors);
     tcase_add_test(tc, test_grader_quotes_hold);
+    tcase_add_test(tc, test_interview_options_balanced);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -416,11 +416,11 @@ START_TEST(test_answers_strict)
         int exam;
     } cases[] = {
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 19.2 MB /; s/^h2_ring_steps = 4094 /h2_ring_steps = 4,094 /; "
-          "s/^i1_reverse_order = b/i1_reverse_order = (b)/", "", 0 },
+          "s/^i1_reverse_order = c/i1_reverse_order = (c)/", "", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 0x6 /", "h1_total_mb = '0x6' is not one number", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 19 or 20 /", "h1_total_mb = '19 or 20' is not one number", 0 },
         { "s/^h2_ring_steps = 4094 /h2_ring_steps = 40,94 /", "h2_ring_steps = '40,94' is not one number", 0 },
-        { "s/^i1_reverse_order = b/i1_reverse_order = b because/", "answer with one letter", 0 },
+        { "s/^i1_reverse_order = c/i1_reverse_order = c because/", "answer with one letter", 0 },
         { "$a h5_wait_ms = 30", "h5_wait_ms is answered more than once", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 21 /", "h1_total_mb = 21 is not within", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 19200 /", "right digits at the wrong power of ten", 0 },
