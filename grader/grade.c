@@ -60,8 +60,6 @@ static uint64_t hash_str(uint64_t h, const char *s)
 static char learner_id[128];      /* the learner id of this grade ("" when none) */
 static int questions_mode;        /* --questions: prints this learner's numbers, grades nothing */
 
-const char *rl_grade_learner(void) { return learner_id; }
-
 double rl_grade_learner_pick(const char *question, const double *choices, int n)
 {
     if (!learner_id[0] && !questions_mode)

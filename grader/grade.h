@@ -199,8 +199,6 @@ int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t s
  * answers file's `learner = ID` line (make learner ID=...; --learner ID overrides it — the
  * autograder passes the submission's owner), hashed with the course's salt and the question. */
 
-/* The learner id this grade uses ("" when none is set). */
-const char *rl_grade_learner(void);
 /* One of the n choices, the same for a given learner and question on every run and machine.
  * In a test with no learner id set, fails the test saying how to set one. */
 double rl_grade_learner_pick(const char *question, const double *choices, int n);

@@ -359,45 +359,7 @@ static void check_source(const char *ipath, const char *src)
     size_t cap = 0;
     int mine = 0, attr_depth = 0, attr_next = 0; /* attr_depth: parentheses open inside __attribute__ */
     long lineno = 0;
-    /* The preprocessor's markers: a file is entered (flag 1) by an include and left (flag 2) at its
-     * end; a marker without either names a new file only in the preamble (the source, <built-in>,
-     * <command-line>) — after it, a change of file without a flag is a #line directive, which
-     * would pass the lab file's own lines off as a header's. */
-    char cur[512] = "";
-    int preamble = 1, seen_pseudo = 0, refused_line = 0;
     while (getline(&line, &cap, f) > 0) {
-        if (line[0] == '#' && line[1] == ' ' && line[2] >= '0' && line[2] <= '9') {
-            char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
-            if (q && e) {
-                int enter = 0, leave = 0;
-                for (char *t = e + 1; *t;) {
-                    long fl = strtol(t, &t, 10);
-                    enter |= fl == 1, leave |= fl == 2;
-                    if (*t && *t != ' ')
-                        break;
-                }
-                char name[sizeof cur];
-                snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
-                const char *nb = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-                int is_main = strcmp(nb, base) == 0, pseudo = name[0] == '<';
-                if (!enter && !leave && strcmp(name, cur)) {
-                    if (preamble && (is_main || pseudo)) {
-                        if (is_main && seen_pseudo)
-                            preamble = 0;
-                        seen_pseudo |= pseudo;
-                    } else if (!refused_line) {
-                        refused_line = 1;
-                        refuse(src, "a #line directive (or a line marker) names \"%s\": a lab file may not renumber its "
-                               "lines or give them another file's name — remove it", name);
-                    }
-                }
-                if (leave && is_main)
-                    preamble = 0;
-                snprintf(cur, sizeof cur, "%s", name);
-            }
-        } else if (preamble && mine && strspn(line, " \t\r\n") < strlen(line)) {
-            preamble = 0;
-        }
         if (line[0] == '#') {
             char *q = strchr(line, '"'), *e = q ? strchr(q + 1, '"') : NULL;
             if (!strncmp(line, "#pragma", 7) && mine) { /* #pragma and _Pragma(...) of the lab file */
