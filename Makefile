@@ -460,8 +460,10 @@ $(RESULTS): $(call obj,grader/results.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
 	@$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
-# (make grade builds the lab's run too, so that make run after it runs the code just graded)
-grade: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade $(BUILD)/$(LAB_KIND)/$(l)/run) $(RESULTS),)
+# (make grade builds the lab's run too, so that make run after it runs the code just graded; it
+# records each step's grade of your labs in build/progress/ for make progress)
+grade: $(if $(GRADING),$(foreach l,$(LAB_SEL),$(BUILD)/$(LAB_KIND)/$(l)/grade $(BUILD)/$(LAB_KIND)/$(l)/run) $(RESULTS) \
+  $(RINGLAB),)
 ifneq ($(GRADING),1)
 	@echo "grading needs Check and libseccomp: run 'make deps' (as root) or: apt-get install -y check libseccomp-dev" >&2; exit 1
 endif
@@ -470,14 +472,43 @@ endif
 	$(if $(filter %/,$(JSON)),mkdir -p $(JSON);) \
 	for l in $(LAB_SEL); do \
 	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
-	  rm -f $(BUILD)/results-$$l.json; \
+	  rm -f $(BUILD)/results-$$l.json; files_graded=$$($(RINGLAB) progress --files-of $(LAB_KIND)/$$l); \
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
 	    $(if $(filter labs,$(LAB_KIND)),--hints labs/$$l/hints-used.txt $(if $(HINT_PENALTY),--hint-penalty $(HINT_PENALTY),),) \
 	    $(if $(filter-out 0,$(EXAM)),--exam,) --details $(BUILD)/grade-$$l.details.txt --json $(BUILD)/results-$$l.json \
 	    | tee $(BUILD)/grade-$$l.log || fail=1; \
+	  $(if $(filter labs,$(LAB_KIND)),[ ! -s $(BUILD)/results-$$l.json ] || $(RINGLAB) progress --record labs/$$l \
+	    $(BUILD)/results-$$l.json --files "$$files_graded" --dir $(BUILD)/progress || fail=1;) \
 	  files="$$files $$l=$(BUILD)/results-$$l.json"; \
 	done; \
 	$(RESULTS) $(if $(filter %/,$(JSON)),--dir $(JSON),$(if $(JSON),--out $(JSON),)) $$files && [ $$fail = 0 ]
+# make progress: every lab and step — its last grade, the hints shown, stale when the lab's files
+# changed since — and the next thing to do. make watch LAB=28 [STEP=28.1]: regrades each time a
+# file of the lab is saved (checked every second) and shows the step on one screen; Ctrl-C stops
+# (WATCH_ROUNDS=N: after N grades).
+.PHONY: progress watch
+progress: $(RINGLAB)
+	@$(RINGLAB) progress --dir $(BUILD)/progress $(if $(LAB),$(addprefix labs/,$(LAB_SEL)),)
+watch: $(RINGLAB)
+	@if [ -z "$(LAB)" ] || [ -z "$(LAB_SEL)" ]; then \
+	  echo "make watch needs LAB=NN [STEP=NN.M], e.g. make watch LAB=28 STEP=28.1 (labs: $(LAB_NAMES))" >&2; exit 2; fi
+	@last=""; rounds=0; while :; do \
+	  now=$$($(RINGLAB) progress --files-of labs/$(LAB_SEL)); \
+	  if [ "$$now" != "$$last" ]; then \
+	    last=$$now; \
+	    $(MAKE) --no-print-directory grade LAB=$(LAB) $(if $(STEP),STEP=$(STEP),) > $(BUILD)/watch.log 2>&1; \
+	    if [ -t 1 ]; then clear; fi; \
+	    echo "make watch LAB=$(LAB)$(if $(STEP), STEP=$(STEP),) — graded at $$(date +%H:%M:%S)"; \
+	    if ! grep -q '^== grading lab' $(BUILD)/watch.log; then \
+	      echo "The build failed (the grade did not run):"; grep -m 12 -E 'error|warning' $(BUILD)/watch.log; fi; \
+	    $(RINGLAB) progress --dir $(BUILD)/progress labs/$(LAB_SEL) $(if $(STEP),--step $(STEP),); \
+	    echo "(the whole grade: $(BUILD)/watch.log) waiting for a save of labs/$(LAB_SEL); Ctrl-C stops"; \
+	    rounds=$$((rounds + 1)); \
+	    if [ -n "$(WATCH_ROUNDS)" ] && [ $$rounds -ge $(WATCH_ROUNDS) ]; then break; fi; \
+	  fi; \
+	  sleep 1; \
+	done
+
 # make release: the learners' tarball, build/ringlab-labs.tar.gz — the tracked files without the
 # reference solutions, the interview questions' keys (grader/keys/: the autograder has them), the planted bugs, the correct variants, the attacks and the tests that
 # need them, with docs/release/README.md as its README. It builds, runs every lab and grades 0.
@@ -529,6 +560,8 @@ help:
 	@echo "  make run LAB=28 SOLUTION=1   the same with the reference solution"
 	@echo "  make grade [LAB=28] [STEP=28.1] [SOLUTION=1] [EXAM=1] [JSON=results.json or JSON=dir/] [HINT_PENALTY=P]   grade your labs (or the solutions)"
 	@echo "  make hint LAB=28 STEP=28.1 [ALL=1]   the step's next hint, one rung at a time (recorded in labs/NN/hints-used.txt)"
+	@echo "  make progress     every lab and step: last grade, hints shown, stale or not, what to do next"
+	@echo "  make watch LAB=28 [STEP=28.1]   regrade each time you save the lab, on one screen"
 	@echo "  make learner ID=you@uni.edu         who your answers are from: your hand-derivation numbers come from it"
 	@echo "  make questions LAB=29                your numbers for the lab's hand derivations"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"

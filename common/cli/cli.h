@@ -13,6 +13,8 @@ int rl_cmd_train(int argc, char **argv);
 int rl_cmd_calc(int argc, char **argv);
 /* ringlab hint LABDIR STEP — the next rung of a step's hint ladder (common/hints.h). */
 int rl_cmd_hint(int argc, char **argv);
+/* ringlab progress — every lab step's last grade, hints shown, staleness and the next thing to do. */
+int rl_cmd_progress(int argc, char **argv);
 /* ringlab view FILE — replay a trace in the TUI, or render a view as text (tui/cmd_view.c). */
 int rl_cmd_view(int argc, char **argv);
 

@@ -14,6 +14,7 @@ static const command commands[] = {
     { "train", rl_cmd_train, "one-rank training of a model (mlp, transformer, moe) on its synthetic task" },
     { "view", rl_cmd_view, "replay a trace in the terminal UI, or render a view as text (--render)" },
     { "hint", rl_cmd_hint, "a lab step's hints, one rung at a time (make hint LAB=28 STEP=28.1)" },
+    { "progress", rl_cmd_progress, "every lab step: last grade, hints shown, stale or not, what to do next" },
     { "calc", rl_cmd_calc, "cost calculators: ZeRO memory, collectives, TP, activations, bubble, FLOPs, MoE, plan" },
 };
 

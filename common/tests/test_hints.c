@@ -1,6 +1,7 @@
 /* test_hints.c — the hint ladders (common/hints.c, ringlab hint): every lab's hints.md has the
  * four rungs per step, `ringlab hint` shows one rung at a time and records it, and the
- * handouts and skeletons state contracts, not recipes (the recipes are the last rungs). */
+ * handouts and skeletons state contracts, not recipes (the recipes are the last rungs); `ringlab
+ * progress` records each grade and says when a step's files changed since. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,78 @@ START_TEST(test_interview_options_balanced)
 }
 END_TEST
 
+/* Runs `ringlab progress ARGS` in the folder d; returns the exit status, output in out. */
+static int progress(const char *d, const char *args, char *out, size_t size)
+{
+    char cmd[4096], here[512];
+    ck_assert_ptr_nonnull(getcwd(here, sizeof here));
+    snprintf(cmd, sizeof cmd, "cd %s && %s/%s/ringlab progress %s 2>&1", d, here, rl_test_build(), args);
+    return rl_test_run_cmd(cmd, out, size);
+}
+
+START_TEST(test_progress_records_and_goes_stale)
+{
+    char d[] = "/tmp/rl_progress_XXXXXX", cmd[2048], out[16384];
+    ck_assert_ptr_nonnull(mkdtemp(d));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/labs/28_ddp && cp labs/28_ddp/hints.md labs/28_ddp/ddp.c "
+             "labs/28_ddp/answers.txt %s/labs/28_ddp/ && printf '28.2 2\n' > %s/labs/28_ddp/hints-used.txt", d, d, d);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/build/results-28_ddp.json", d);
+    ck_assert_int_eq(system((snprintf(out, sizeof out, "mkdir -p %s/build", d), out)), 0);
+    FILE *f = fopen(cmd, "w");
+    fputs("{\"score\": 6, \"max_score\": 9, \"tests\": ["
+          "{\"name\": \"28.1 ring: a\", \"number\": \"28.1\", \"score\": 3, \"max_score\": 3, \"output\": \"OK\"},"
+          "{\"name\": \"28.1 ring: b\", \"number\": \"28.1\", \"score\": 0, \"max_score\": 2, "
+          "\"output\": \"rank 1 holds 7 where 9 is expected\"},"
+          "{\"name\": \"28.2 buckets: c\", \"number\": \"28.2\", \"score\": 4, \"max_score\": 4, \"output\": \"OK\"},"
+          "{\"name\": \"28.2: 2 hints shown\", \"number\": \"28.2\", \"score\": -1, \"max_score\": 0}]}", f);
+    fclose(f);
+    /* nothing recorded yet: every step waits, 28.1 first */
+    ck_assert_int_eq(progress(d, "", out, sizeof out), 0);
+    ck_assert_msg(rl_test_count(out, "not graded yet") == 5 && strstr(out, "Next: step 28.1 (ring all-reduce)"), "%s",
+                  out);
+    /* a grade recorded with the files as they were before it; a file saved during it is stale */
+    char files[1024];
+    ck_assert_int_eq(progress(d, "--files-of labs/28_ddp", files, sizeof files), 0);
+    ck_assert_msg(strstr(files, "answers.txt:") && strstr(files, ",ddp.c:") && !strstr(files, "hints"), "%s", files);
+    files[strcspn(files, "\n")] = 0;
+    snprintf(cmd, sizeof cmd, "--record labs/28_ddp build/results-28_ddp.json --files '%s' --dir build/progress", files);
+    ck_assert_int_eq(progress(d, cmd, out, sizeof out), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "3/5") && strstr(out, "2 points to find") && strstr(out, "3/4") &&
+                      strstr(out, "3/4  2/4   1 point to find") && rl_test_count(out, "not graded yet") == 3 &&
+                      strstr(out, "graded so far") && strstr(out, "6/9") &&
+                      strstr(out, "Next: step 28.1: 3 of 5 points — make grade LAB=28 STEP=28.1 says what fails; "
+                                  "stuck? make hint LAB=28 STEP=28.1 (0 of 4 seen)"),
+                  "the record of a grade (28.1 3/5, 28.2 4/4 less a hint's point):\n%s", out);
+    ck_assert_int_eq(progress(d, "--dir build/progress --step 28.1", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "✗  0/2  28.1 ring: b") && strstr(out, "rank 1 holds 7 where 9 is expected") &&
+                      strstr(out, "✓  3/3") && !strstr(out, "28.2"), "the step in detail:\n%s", out);
+    snprintf(cmd, sizeof cmd, "echo '/* saved */' >> %s/labs/28_ddp/ddp.c", d);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(rl_test_count(out, "stale: ddp.c changed since its grade") == 2 &&
+                      strstr(out, "Next: step 28.1: regrade it (ddp.c changed)"), "after a save:\n%s", out);
+    /* a regrade of one step leaves the others' records as they were */
+    snprintf(cmd, sizeof cmd, "%s/build/one.json", d);
+    f = fopen(cmd, "w");
+    fputs("{\"tests\": [{\"name\": \"28.1 ring: a\", \"number\": \"28.1\", \"score\": 5, \"max_score\": 5}]}", f);
+    fclose(f);
+    ck_assert_int_eq(progress(d, "--record labs/28_ddp build/one.json --dir build/progress", out, sizeof out), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "5/5") && strstr(out, "full marks (") && rl_test_count(out, "stale:") == 1 &&
+                      strstr(out, "Next: step 28.2: regrade it"), "after 28.1 regraded:\n%s", out);
+    /* a results file that is not one records nothing */
+    f = fopen(cmd, "w");
+    fputs("Score: 165/165\n", f);
+    fclose(f);
+    ck_assert_int_eq(progress(d, "--record labs/28_ddp build/one.json --dir build/progress", out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "is not a grader's results file"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *hints_suite(void)
 {
     Suite *s = suite_create("hints");
@@ -421,6 +494,7 @@ Suite *hints_suite(void)
     tcase_add_loop_test(tc, test_contracts_not_recipes, 0, NLADDERS);
     tcase_add_test(tc, test_hint_one_rung_at_a_time);
     tcase_add_test(tc, test_hints_file_errors);
+    tcase_add_test(tc, test_progress_records_and_goes_stale);
     tcase_add_test(tc, test_grader_quotes_hold);
     tcase_add_test(tc, test_interview_options_balanced);
     suite_add_tcase(s, tc);

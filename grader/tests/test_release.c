@@ -155,6 +155,14 @@ START_TEST(test_release_builds_and_grades_zero)
                       strstr(out, "\nScore: 0/") && !strstr(out, "crashed:") && !strstr(out, "timed out"),
                   "make grade on the release's skeletons must score 0 on every lab (exit %d):\n%s", rc, out);
     free(out);
+    /* make progress: each step's grade just recorded, and the next thing to do */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
+             "MPI=0 progress 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && rl_test_count(out, " to find (") == 20 && !strstr(out, "not graded yet") &&
+                      strstr(out, "\nNext: step 28.1: 0 of ") && strstr(out, "make hint LAB=28 STEP=28.1 (0 of 4 seen)"),
+                  "make progress after make grade: every step graded, 28.1 next (exit %d):\n%s", rc, out);
+    free(out);
     /* switching targets compiles nothing that did not change: make after run and grade */
     snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
              "MPI=0 2>&1", dir);
@@ -185,6 +193,31 @@ START_TEST(test_release_builds_and_grades_zero)
     ck_assert_msg(rc == 0 && rl_test_count(out, "answers.txt:1") == 4 && strstr(out, "(learner ada@uni.example)") &&
                       strstr(out, "H1: a model of") && strstr(out, "H3: a model of"),
                   "make learner, then make questions LAB=29, in the release (exit %d):\n%s", rc, out);
+    free(out);
+    /* the answers files changed: every step is stale until graded again */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 "
+             "MPI=0 progress LAB=29 2>&1", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(rc == 0 && rl_test_count(out, "stale: answers.txt changed since its grade") == 5 &&
+                      strstr(out, "Next: step 29.1: regrade it (answers.txt changed)"),
+                  "make progress LAB=29 after make learner (exit %d):\n%s", rc, out);
+    free(out);
+    /* make watch: a grade at the start, one after a save that does not compile (the build's error
+     * shown), one after the fix */
+    snprintf(cmd, sizeof cmd, "cd %s/ringlab-labs && cp labs/28_ddp/ddp.c ddp.c.orig && "
+             "{ timeout 600 env -u MAKEFLAGS -u MAKELEVEL make --no-print-directory CUDA=0 MPI=0 watch LAB=28 STEP=28.2 "
+             "WATCH_ROUNDS=3 > watch.out 2>&1 & } && pid=$! && "
+             "until [ $(grep -c 'graded at' watch.out) -ge 1 ]; do sleep 1; done && sleep 2 && "
+             "echo 'int broken(void) { return }' >> labs/28_ddp/ddp.c && "
+             "until [ $(grep -c 'graded at' watch.out) -ge 2 ]; do sleep 1; done && sleep 2 && "
+             "cp ddp.c.orig labs/28_ddp/ddp.c && wait $pid; echo \"watch exit $?\"; cat watch.out", dir);
+    rc = rl_test_run(cmd, &out);
+    ck_assert_msg(strstr(out, "watch exit 0") && rl_test_count(out, "graded at") == 3 &&
+                      rl_test_count(out, "The build failed") == 1 && strstr(out, "error:") &&
+                      rl_test_count(out, "0/5  28.2 bucket assignment: the lab's MLP") == 3 &&
+                      strstr(out, "not implemented yet"),
+                  "make watch LAB=28 STEP=28.2 WATCH_ROUNDS=3 through a save that breaks the build and its fix:\n%s",
+                  out);
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
