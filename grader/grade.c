@@ -33,6 +33,7 @@ static const char *answers_path;
 static rl_hints_used hints_used; /* --hints: the hints the learner was shown, per step */
 static int hint_penalty;         /* --hint-penalty: points off a step per hint shown */
 static const char *lab_answers_default; /* the lab's answers file (labs/NN_name/answers.txt): names its keys file */
+static const rl_grade_lab *grading_lab;  /* the lab this process grades */
 static int exam_mode; /* --exam / RL_GRADE_EXAM=1: answers only right or wrong, the seed printed last only */
 static uint64_t run_seed;
 static uint64_t test_key;        /* hash of the running test's step and title */
@@ -60,16 +61,23 @@ static uint64_t hash_str(uint64_t h, const char *s)
 static char learner_id[128];      /* the learner id of this grade ("" when none) */
 static int questions_mode;        /* --questions: prints this learner's numbers, grades nothing */
 
-double rl_grade_learner_pick(const char *question, const double *choices, int n)
+/* A number of this learner's own for a question (the course salt, the learner id, the question). */
+static uint64_t learner_hash(const char *question)
 {
     if (!learner_id[0] && !questions_mode)
-        rl_grade_fail(__FILE__, __LINE__, "%s has no learner id, so your numbers for this question are not set: run "
-                      "make learner ID=<your course email or student id> once, then make questions LAB=<lab> prints "
-                      "them", answers_path);
+        rl_grade_fail(__FILE__, __LINE__, "%s has no learner id, so your numbers and letters for this question are not "
+                      "set: run make learner ID=<your course email or student id> once, then make questions LAB=<lab> "
+                      "prints them", answers_path);
     uint64_t h = hash_str(hash_str(hash_str(0xcbf29ce484222325ull, COURSE_SALT), learner_id), question);
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull; /* a finaliser: close ids land far apart */
     h ^= h >> 33;
+    return h;
+}
+
+double rl_grade_learner_pick(const char *question, const double *choices, int n)
+{
+    uint64_t h = learner_hash(question);
     return n > 0 ? choices[h % (uint64_t)n] : 0;
 }
 
@@ -1097,6 +1105,8 @@ static uint64_t fresh_seed(void)
     return 1 + v % 999999999ull;
 }
 
+static void print_interview(const rl_grade_lab *lab, FILE *out);
+
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
     learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
@@ -1106,6 +1116,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     int json_fd = -1;
     const char *learner_arg = NULL;
     answers_path = lab_answers_default = lab->default_answers;
+    grading_lab = lab;
     const char *env_exam = getenv("RL_GRADE_EXAM");
     exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
     const char *env_seed = getenv("RL_GRADE_SEED");
@@ -1210,6 +1221,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             lab->questions(stdout);
         else
             printf("  (this lab's derivations use the handout's numbers)\n");
+        print_interview(lab, stdout);
         return 0;
     }
 
@@ -1483,55 +1495,257 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
     return 0;
 }
 
-/* The key of an interview question, from grader/keys/LAB.txt (kept out of the learners'
- * release; read here, in the judge of an answers test, never in a process that runs lab code):
- * the letter, 0 when the file has no such key, -1 when there is no file. */
-static int choice_key(const char *key)
+/* ---------------------------------------------------------------- interview questions
+ * The handout lists each question's four options without letters ("- " items under "**I1. ...**");
+ * each learner sees them, from make questions, in an order of their own (from the learner id),
+ * and answers with those letters. The keys (grader/keys/LAB.txt, kept out of the learners'
+ * release) give the right option by its place in the handout, a to d, and why each option is
+ * right or wrong ("KEY.a text"); they are read here, in a judge, never where lab code runs. */
+#define IQ_MAX 8
+#define IQ_LEN 700
+
+typedef struct {
+    int n;
+    char stem[IQ_MAX][IQ_LEN];
+    char opt[IQ_MAX][4][IQ_LEN];
+} interview_text;
+
+/* The lab folder of the lab's answers file (labs/28_ddp/answers.txt -> labs/28_ddp), in out. */
+static void lab_folder(char *out, size_t size)
 {
-    char path[512], line[256], k[128], letter[4];
     const char *ans = lab_answers_default ? lab_answers_default : "";
-    const char *end = strrchr(ans, '/'), *start = end ? end : ans;
-    while (start > ans && start[-1] != '/')
-        start--;
-    snprintf(path, sizeof path, "grader/keys/%.*s.txt", (int)(end ? end - start : 0), start);
+    const char *slash = strrchr(ans, '/');
+    snprintf(out, size, "%.*s", slash ? (int)(slash - ans) : 1, slash ? ans : ".");
+}
+
+/* Appends text to a field, one space between lines. */
+static void iq_append(char *field, const char *text, int len)
+{
+    size_t at = strlen(field);
+    snprintf(field + at, IQ_LEN - at, "%s%.*s", at ? " " : "", len, text);
+}
+
+/* Reads the interview questions of the lab's handout; 0, or -1 with msg saying why. */
+static int interview_read(interview_text *q, char *msg, size_t size)
+{
+    char dir[512], path[600];
+    lab_folder(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    memset(q, 0, sizeof *q);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(msg, size, "cannot read the handout %s, which holds the interview questions", path);
+        return -1;
+    }
+    char line[1024];
+    int in = 0, nopt = 0, open = 0; /* in the section; options of the current question; an option open */
+    while (fgets(line, sizeof line, f)) {
+        int len = (int)strcspn(line, "\r\n");
+        if (!strncmp(line, "## ", 3)) {
+            in = !strncmp(line, "## Interview questions", 22);
+            continue;
+        }
+        if (!in)
+            continue;
+        if (!strncmp(line, "**I", 3) && isdigit((unsigned char)line[3])) {
+            if (q->n == IQ_MAX)
+                break;
+            q->n++;
+            nopt = 0, open = 0;
+            const char *t = line + 3 + strspn(line + 3, "0123456789");
+            t += strspn(t, ". ");
+            int tl = (int)(line + len - t);
+            if (tl >= 2 && !strncmp(t + tl - 2, "**", 2))
+                tl -= 2;
+            iq_append(q->stem[q->n - 1], t, tl);
+        } else if (q->n && !strncmp(line, "- ", 2)) {
+            open = nopt < 4;
+            if (open)
+                iq_append(q->opt[q->n - 1][nopt], line + 2, len - 2);
+            nopt++;
+        } else if (len == 0) {
+            open = 0;
+        } else if (open) {
+            iq_append(q->opt[q->n - 1][nopt - 1], line + strspn(line, " "), len - (int)strspn(line, " "));
+        }
+        if (q->n && nopt > 4) {
+            snprintf(msg, size, "%s: interview question I%d has more than four options", path, q->n);
+            fclose(f);
+            return -1;
+        }
+    }
+    fclose(f);
+    for (int i = 0; i < q->n; i++)
+        if (!q->opt[i][3][0]) {
+            snprintf(msg, size, "%s: interview question I%d has fewer than four options ('- ' items)", path, i + 1);
+            return -1;
+        }
+    return 0;
+}
+
+/* The order of a question's options for this learner: perm[k] is the handout place (0..3) of
+ * the option the learner sees as letter 'a' + k. */
+static void interview_perm(const char *key, int perm[4])
+{
+    char question[160];
+    snprintf(question, sizeof question, "interview/%s", key);
+    rl_rng g = rl_rng_make(learner_hash(question), 0x6971);
+    rl_grade_shuffle(&g, perm, 4);
+}
+
+/* The rest of the line of the keys file that starts with word (trimmed), in out: 1, 0 when no
+ * line does, -1 when there is no keys file. */
+static int keys_line(const char *word, char *out, size_t size)
+{
+    char dir[512], path[600], line[1024];
+    lab_folder(dir, sizeof dir);
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    snprintf(path, sizeof path, "grader/keys/%s.txt", base);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     int found = 0;
+    size_t wl = strlen(word);
     while (!found && fgets(line, sizeof line, f))
-        if (line[0] != '#' && sscanf(line, "%127s %3s", k, letter) == 2 && !strcmp(k, key) && !letter[1])
-            found = tolower((unsigned char)letter[0]);
+        if (line[0] != '#' && !strncmp(line, word, wl) && (line[wl] == ' ' || line[wl] == '\t')) {
+            const char *t = line + wl + strspn(line + wl, " \t");
+            snprintf(out, size, "%.*s", (int)strcspn(t, "\r\n"), t);
+            found = 1;
+        }
     fclose(f);
     return found;
 }
 
-int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t size)
+/* Prints text folded at width columns: first after lead, then each line after indent. */
+static void print_folded(FILE *out, const char *lead, const char *indent, const char *text, int width)
 {
-    char v[256];
+    fputs(lead, out);
+    int col = (int)strlen(lead);
+    for (const char *p = text; *p;) {
+        p += strspn(p, " ");
+        int w = (int)strcspn(p, " ");
+        if (!w)
+            break;
+        if (col > (int)strlen(indent) && col + 1 + w > width) {
+            fprintf(out, "\n%s", indent);
+            col = (int)strlen(indent);
+        } else if (col > (int)strlen(lead) || p > text + strspn(text, " ")) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", w, p);
+        col += w;
+        p += w;
+    }
+    fputc('\n', out);
+}
+
+/* make questions: the interview questions with this learner's letters. */
+static void print_interview(const rl_grade_lab *lab, FILE *out)
+{
+    if (!lab->interview)
+        return;
+    interview_text q;
+    char msg[512];
+    if (interview_read(&q, msg, sizeof msg)) {
+        fprintf(out, "  (%s)\n", msg);
+        return;
+    }
+    fprintf(out, "\n");
+    print_folded(out, "", "", "Interview questions: answer each with the letter printed here; the options are in an "
+                 "order of your own, so another learner's letters are not yours.", 100);
+    for (int i = 0; i < q.n && lab->interview[i]; i++) {
+        int perm[4];
+        char lead[256];
+        interview_perm(lab->interview[i], perm);
+        snprintf(lead, sizeof lead, "  I%d (%s): ", i + 1, lab->interview[i]);
+        print_folded(out, lead, "      ", q.stem[i], 100);
+        for (int k = 0; k < 4; k++) {
+            snprintf(lead, sizeof lead, "    (%c) ", 'a' + k);
+            print_folded(out, lead, "        ", q.opt[i][perm[k]], 100);
+        }
+    }
+}
+
+/* One interview answer: 1 right, 0 not (msg says why), -1 when the keys are not here (msg
+ * says so); *given is the learner's letter (0..3) or -1. */
+static int check_choice(const char *path, const char *key, const int perm[4], int *given, char *msg, size_t size)
+{
+    char v[256], k[16];
+    *given = -1;
     int r = rl_grade_answer(path, key, v, sizeof v);
     if (r != 1) {
         answer_missing(r, path, key, msg, size);
         return 0;
     }
-    int expected = choice_key(key);
-    if (expected <= 0) {
-        snprintf(msg, size, "%s: %s", key, expected < 0 ? "the interview questions are graded by the course's "
-                 "autograder: their keys (grader/keys/) are not in the learners' release"
-                 : "the key file grader/keys/ has no key for this question");
-        return 0;
-    }
     const char *p = v + (v[0] == '(');
     size_t len = strlen(p);
     int closed = len == 2 && p[1] == ')';
-    if (!isalpha((unsigned char)p[0]) || !(len == 1 || closed) || (v[0] == '(' && !closed)) {
+    int letter = tolower((unsigned char)p[0]) - 'a';
+    if (letter < 0 || letter > 3 || !(len == 1 || closed) || (v[0] == '(' && !closed)) {
         snprintf(msg, size, "%s = '%s': answer with one letter (a, b, c or d) and nothing else", key, v);
         return 0;
     }
-    if (tolower((unsigned char)p[0]) == tolower((unsigned char)expected))
+    *given = letter;
+    int found = keys_line(key, k, sizeof k);
+    if (found <= 0 || strlen(k) != 1 || k[0] < 'a' || k[0] > 'd') {
+        snprintf(msg, size, "%s: %s", key, found < 0 ? "the interview questions are graded by the course's "
+                 "autograder: their keys (grader/keys/) are not in the learners' release"
+                 : "the key file grader/keys/ has no key for this question");
+        return found < 0 ? -1 : 0;
+    }
+    if (perm[letter] == k[0] - 'a')
         return 1;
-    if (exam_mode)
-        exam_wrong(msg, size);
-    else
-        snprintf(msg, size, "%s = %c is not the best answer", key, tolower((unsigned char)p[0]));
+    snprintf(msg, size, "%s = %c is not the best answer", key, 'a' + letter);
     return 0;
+}
+
+int rl_grade_check_interview(const char *path, char *msg, size_t size)
+{
+    const char *const *keys = grading_lab ? grading_lab->interview : NULL;
+    interview_text q;
+    int nkeys = 0;
+    while (keys && keys[nkeys])
+        nkeys++;
+    if (interview_read(&q, msg, size))
+        return 0;
+    if (q.n != nkeys || nkeys > IQ_MAX) {
+        snprintf(msg, size, "the handout has %d interview questions and the grader %d: they must match", q.n, nkeys);
+        return 0;
+    }
+    int all = 1, wrong = 0, perm[IQ_MAX][4], given[IQ_MAX], r[IQ_MAX];
+    msg[0] = 0;
+    for (int i = 0; i < nkeys; i++) {
+        char one[512];
+        interview_perm(keys[i], perm[i]);
+        r[i] = check_choice(path, keys[i], perm[i], &given[i], one, sizeof one);
+        all &= r[i] == 1;
+        if (r[i] != 1 && (!exam_mode || given[i] < 0 || r[i] < 0)) { /* exam mode: not which answer is wrong */
+            size_t at = strlen(msg);
+            snprintf(msg + at, size - at, "%s%s", at ? "; " : "", one);
+        }
+        wrong += r[i] == 0 && given[i] >= 0;
+    }
+    /* why each option is right or wrong, in the learner's letters (the judge's output): the
+     * questions answered wrong first */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nkeys; i++) {
+            if (r[i] < 0 || given[i] < 0 || r[i] != pass)
+                continue;
+            printf("I%d (%s = %c): %s\n", i + 1, keys[i], 'a' + given[i], r[i] ? "right" : "not the best answer");
+            for (int k = 0; k < 4; k++) {
+                char word[80], why[600], lead[16];
+                snprintf(word, sizeof word, "%s.%c", keys[i], 'a' + perm[i][k]);
+                if (keys_line(word, why, sizeof why) != 1)
+                    continue;
+                snprintf(lead, sizeof lead, "  (%c) ", 'a' + k);
+                print_folded(stdout, lead, "      ", why, 100);
+            }
+        }
+    if (exam_mode && wrong) {
+        size_t at = strlen(msg);
+        snprintf(msg + at, size - at, "%s", at ? "; " : "");
+        exam_wrong(msg + strlen(msg), size - strlen(msg));
+    }
+    return all;
 }

@@ -75,6 +75,7 @@ typedef struct rl_grade_lab {
     const rl_grade_test *tests;
     int ntests;
     void (*questions)(FILE *out); /* prints this learner's numbers for the hand derivations (NULL: none) */
+    const char *const *interview; /* the interview questions' answer keys, in the handout's order (NULL-ended) */
 } rl_grade_lab;
 
 /* Runs a lab grader's command line; returns the process exit status. */
@@ -191,8 +192,11 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
  * missing answer returns 0 with a message in msg. */
 int rl_grade_check_number(const char *path, const char *key, double expected, double rel_tol,
                           char *msg, size_t size);
-/* Checks a multiple-choice answer (one letter, any case); returns 1 when right. */
-int rl_grade_check_choice(const char *path, const char *key, char *msg, size_t size);
+/* Checks the lab's interview questions (rl_grade_lab.interview): each answer one letter (any case)
+ * in the learner's own order of the options (make questions prints it); 1 when all are right,
+ * else 0 with msg naming what is not (exam mode: not which). Prints, when the keys are here, why
+ * each option is right or wrong, in the learner's letters. */
+int rl_grade_check_interview(const char *path, char *msg, size_t size);
 
 /* ------------------------------------------------------------------ this learner's numbers
  * A hand derivation is asked about numbers of the learner's own, not the handout's: the
@@ -213,10 +217,10 @@ double rl_grade_learner_pick(const char *question, const double *choices, int n)
     } while (0)
 
 /* In a test: the answer to key must be the letter given. */
-#define CHECK_CHOICE(key)                                                                            \
+#define CHECK_INTERVIEW()                                                                            \
     do {                                                                                             \
-        char msg_[1024];                                                                             \
-        ck_assert_msg(rl_grade_check_choice(rl_grade_answers_path(), key, msg_, sizeof msg_), "%s", msg_); \
+        char msg_[2048];                                                                             \
+        ck_assert_msg(rl_grade_check_interview(rl_grade_answers_path(), msg_, sizeof msg_), "%s", msg_); \
     } while (0)
 
 #endif

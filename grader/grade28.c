@@ -3280,11 +3280,12 @@ END_TEST
 
 START_TEST(t_ans_interview)
 {
-    CHECK_CHOICE("i1_reverse_order");
-    CHECK_CHOICE("i2_tied_weights");
-    CHECK_CHOICE("i3_step_spikes");
+    CHECK_INTERVIEW();
 }
 END_TEST
+
+/* the interview questions' answer keys, in the handout's order */
+static const char *const interview28[] = { "i1_reverse_order", "i2_tied_weights", "i3_step_spikes", NULL };
 
 /* ================================================================== the table */
 
@@ -3349,6 +3350,7 @@ int main(int argc, char **argv)
         "28", "DDP: data parallelism and bucket overlap", "labs/28_ddp/README.md", "labs/28_ddp/answers.txt",
         steps28, (int)(sizeof steps28 / sizeof steps28[0]), tests28, (int)(sizeof tests28 / sizeof tests28[0]),
         questions28,
+        interview28,
     };
     return rl_grade_main(&lab, argc, argv);
 }

@@ -2783,11 +2783,12 @@ END_TEST
 
 START_TEST(t_ans_interview)
 {
-    CHECK_CHOICE("i1_three_psi");
-    CHECK_CHOICE("i2_no_wrap");
-    CHECK_CHOICE("i3_zero2_vs_zero3");
+    CHECK_INTERVIEW();
 }
 END_TEST
+
+/* the interview questions' answer keys, in the handout's order */
+static const char *const interview29[] = { "i1_three_psi", "i2_no_wrap", "i3_zero2_vs_zero3", NULL };
 
 /* ================================================================== the table */
 
@@ -2841,6 +2842,7 @@ int main(int argc, char **argv)
         "29", "ZeRO-1/2/3 and FSDP", "labs/29_zero_fsdp/README.md", "labs/29_zero_fsdp/answers.txt",
         steps29, (int)(sizeof steps29 / sizeof steps29[0]), tests29, (int)(sizeof tests29 / sizeof tests29[0]),
         questions29,
+        interview29,
     };
     return rl_grade_main(&lab, argc, argv);
 }

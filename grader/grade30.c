@@ -3938,11 +3938,12 @@ END_TEST
 
 START_TEST(t_ans_interview)
 {
-    CHECK_CHOICE("i1_tp_in_node");
-    CHECK_CHOICE("i2_interleave_cost");
-    CHECK_CHOICE("i3_ring_vs_ulysses");
+    CHECK_INTERVIEW();
 }
 END_TEST
+
+/* the interview questions' answer keys, in the handout's order */
+static const char *const interview30[] = { "i1_tp_in_node", "i2_interleave_cost", "i3_ring_vs_ulysses", NULL };
 
 /* ================================================================== the table */
 
@@ -4001,6 +4002,7 @@ int main(int argc, char **argv)
         "30", "model parallelism: TP, SP, PP, CP", "labs/30_tp_pp_sp_cp/README.md", "labs/30_tp_pp_sp_cp/answers.txt",
         steps30, (int)(sizeof steps30 / sizeof steps30[0]), tests30, (int)(sizeof tests30 / sizeof tests30[0]),
         questions30,
+        interview30,
     };
     return rl_grade_main(&lab, argc, argv);
 }

@@ -4214,11 +4214,12 @@ END_TEST
 
 START_TEST(t_ans_interview)
 {
-    CHECK_CHOICE("i1_hang_procedure");
-    CHECK_CHOICE("i2_rollback");
-    CHECK_CHOICE("i3_zero_with_pp");
+    CHECK_INTERVIEW();
 }
 END_TEST
+
+/* the interview questions' answer keys, in the handout's order */
+static const char *const interview31[] = { "i1_hang_procedure", "i2_rollback", "i3_zero_with_pp", NULL };
 
 /* ================================================================== the table */
 
@@ -4277,7 +4278,7 @@ int main(int argc, char **argv)
     rl_grade_lab lab = {
         "31", "3D parallelism, MoE and failure debugging", "labs/31_3d_moe_debug/README.md",
         "labs/31_3d_moe_debug/answers.txt", steps31, (int)(sizeof steps31 / sizeof steps31[0]), tests31,
-        (int)(sizeof tests31 / sizeof tests31[0]), questions31,
+        (int)(sizeof tests31 / sizeof tests31[0]), questions31, interview31,
     };
     return rl_grade_main(&lab, argc, argv);
 }

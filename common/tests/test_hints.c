@@ -340,37 +340,32 @@ static void iq_read(const char *readme, iq *q)
     char *end = strstr(sec + 3, "\n## ");
     if (end)
         *end = 0;
-    for (char *at = sec; (at = strstr(at, "**I")) && q->n < 8; q->n++) { /* "**I1." as a line or a list item */
-        if (!(at[3] >= '1' && at[3] <= '9')) {
-            at += 3, q->n--;
-            continue;
-        }
-        at += 3;
+    /* "**I1. stem**" lines, each followed by its options as "- " items (continued indented) */
+    for (char *at = sec; (at = strstr(at, "\n**I")) && q->n < 8; q->n++) {
+        at += 4;
+        char *next = strstr(at, "\n**I");
         for (int k = 0; k < 4; k++) {
-            char mark[8];
-            snprintf(mark, sizeof mark, "(%c) ", 'a' + k);
-            char *o = strstr(at, mark);
-            ck_assert_msg(o, "%s: question I%d has no option (%c)", readme, q->n + 1, 'a' + k);
-            o += 4;
-            char next[8];
-            snprintf(next, sizeof next, "(%c) ", 'a' + k + 1);
-            char *e = k < 3 ? strstr(o, next) : NULL;
-            char *stop = strstr(o, "\n\n"), *item = strstr(o, "\n- ");
-            if (item && (!stop || item < stop))
-                stop = item;
-            if (!e || (stop && stop < e))
-                e = stop ? stop : o + strlen(o);
+            char *o = strstr(at, "\n- ");
+            ck_assert_msg(o && (!next || o < next), "%s: question I%d has %d options, not four", readme, q->n + 1, k);
+            o += 3;
+            char *e = o;
+            while ((e = strchr(e, '\n')) && e[1] == ' ' && e[2] == ' ')
+                e++;
+            e = e ? e : o + strlen(o);
             q->opt[q->n][k] = strndup(o, (size_t)(e - o));
             squeeze(q->opt[q->n][k]);
             at = e;
         }
+        char *more = strstr(at, "\n- ");
+        ck_assert_msg(!more || (next && more > next), "%s: question I%d has more than four options", readme, q->n + 1);
     }
     free(t);
 }
 
 /* Interview questions with real distractors: the right option (grader/keys/) is the longest in
  * at most a quarter of a lab's questions, and no option is more than 1.6 times as long as
- * another of its question (similar length, similar specificity). */
+ * another of its question (similar length, similar specificity); the keys say why each option
+ * is right or wrong. */
 START_TEST(test_interview_options_balanced)
 {
     static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
@@ -382,10 +377,12 @@ START_TEST(test_interview_options_balanced)
         snprintf(path, sizeof path, "grader/keys/%s.txt", labs[l]);
         FILE *f = fopen(path, "r");
         ck_assert_ptr_nonnull(f);
-        char line[256], key[128], letter[4];
+        char line[1024], key[128], letter[4];
         int k = 0, longest_right = 0;
+        long klen;
+        char *keys = rl_test_slurp(path, &klen);
         while (fgets(line, sizeof line, f) && k < q.n)
-            if (line[0] != '#' && sscanf(line, "%127s %3s", key, letter) == 2) {
+            if (line[0] != '#' && sscanf(line, "%127s %3s", key, letter) == 2 && !strchr(key, '.')) {
                 int right = letter[0] - 'a', longest = 0;
                 size_t mn = (size_t)-1, mx = 0;
                 for (int o = 0; o < 4; o++) {
@@ -395,12 +392,20 @@ START_TEST(test_interview_options_balanced)
                         longest = o;
                 }
                 longest_right += longest == right;
+                for (int o = 0; o < 4; o++) { /* why each option is right or wrong, shown after the grade */
+                    char want[160];
+                    snprintf(want, sizeof want, "\n%s.%c %s: ", key, 'a' + o, o == right ? "Right" : "Wrong");
+                    if (!strstr(keys, want) && strlen(bad) < sizeof bad - 200)
+                        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "\n  %s: no line '%s...'", path,
+                                 want + 1);
+                }
                 if (mx * 10 > mn * 16 && strlen(bad) < sizeof bad - 200)
                     snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "\n  %s I%d: options of %zu to %zu characters",
                              labs[l], k + 1, mn, mx);
                 k++;
             }
         fclose(f);
+        free(keys);
         ck_assert_int_eq(k, q.n);
         if (longest_right * 4 > q.n && strlen(bad) < sizeof bad - 200)
             snprintf(bad + strlen(bad), sizeof bad - strlen(bad),
@@ -409,7 +414,8 @@ START_TEST(test_interview_options_balanced)
             for (int o = 0; o < 4; o++)
                 free(q.opt[i][o]);
     }
-    ck_assert_msg(!bad[0], "interview options give the answer away (the longest is right, or lengths differ):%s", bad);
+    ck_assert_msg(!bad[0], "interview options give the answer away (the longest is right, or lengths differ), or "
+                  "lack their explanations:%s", bad);
 }
 END_TEST
 

@@ -187,6 +187,86 @@ START_TEST(test_questions_per_learner)
 }
 END_TEST
 
+/* The letter under which `grade --questions` shows a learner lab 28's right option of each
+ * interview question (from the handout's options and grader/keys/), in letters[3]. */
+static void interview_letters28(const char *learner, char letters[3])
+{
+    static const char *const keys[] = { "i1_reverse_order", "i2_tied_weights", "i3_step_spikes" };
+    long len;
+    char *readme = rl_test_slurp("labs/28_ddp/README.md", &len), *keyfile = rl_test_slurp("grader/keys/28_ddp.txt", &len);
+    ck_assert(readme && keyfile);
+    char extra[160];
+    grade_out g;
+    snprintf(extra, sizeof extra, "--questions --learner %s", learner);
+    run_grader("solutions/28_ddp/grade", "solutions/28_ddp/answers.txt", extra, &g);
+    for (int q = 0; q < 3; q++) {
+        char mark[64];
+        snprintf(mark, sizeof mark, "\n%s ", keys[q]);
+        const char *k = strstr(keyfile, mark);
+        ck_assert_msg(k, "no key for %s", keys[q]);
+        int right = k[strlen(mark)] - 'a';
+        snprintf(mark, sizeof mark, "\n**I%d. ", q + 1);
+        const char *opt = strstr(readme, mark);
+        ck_assert_ptr_nonnull(opt);
+        for (int i = 0; i <= right; i++)
+            opt = strstr(opt + 1, "\n- ");
+        ck_assert_ptr_nonnull(opt);
+        snprintf(mark, sizeof mark, "  I%d (%s): ", q + 1, keys[q]);
+        const char *block = strstr(g.text, mark);
+        ck_assert_msg(block, "grade --questions does not show %s:\n%s", keys[q], g.text);
+        letters[q] = 0;
+        for (int l = 0; l < 4 && !letters[q]; l++) {
+            snprintf(mark, sizeof mark, "\n    (%c) ", 'a' + l);
+            const char *at = strstr(block, mark);
+            ck_assert_msg(at, "%s: no option (%c):\n%s", keys[q], 'a' + l, g.text);
+            if (!strncmp(at + strlen(mark), opt + 3, 40))
+                letters[q] = (char)('a' + l);
+        }
+        ck_assert_msg(letters[q], "%s: the right option is not among those shown to %s:\n%s", keys[q], learner, g.text);
+    }
+    free(g.text);
+    free(readme);
+    free(keyfile);
+}
+
+/* The interview questions' options come in each learner's own order: a learner who answers with
+ * the letters make questions showed them scores the test, and the same letters under another
+ * learner's id do not; once graded, each option's explanation is shown in the learner's letters. */
+START_TEST(test_interview_letters_per_learner)
+{
+    char bob[3], ada[3], path[64], cmd[512];
+    interview_letters28("bob@uni.example", bob);
+    interview_letters28("ada@uni.example", ada);
+    ck_assert_msg(memcmp(bob, ada, 3), "two learners got the same letters: %.3s", bob);
+    snprintf(path, sizeof path, "/tmp/rl_interview_%d.txt", (int)getpid());
+    snprintf(cmd, sizeof cmd, "sed -e 's/^learner = .*/learner = bob@uni.example/' -e 's/^i1_reverse_order = ./"
+             "i1_reverse_order = %c/' -e 's/^i2_tied_weights = ./i2_tied_weights = %c/' -e 's/^i3_step_spikes = ./"
+             "i3_step_spikes = %c/' solutions/28_ddp/answers.txt > %s", bob[0], bob[1], bob[2], path);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *title = "answers: interview questions";
+    for (int as_ada = 0; as_ada < 2; as_ada++) {
+        grade_out g;
+        run_grader("solutions/28_ddp/grade", path, as_ada ? "--step 28.5 -v --learner ada@uni.example" : "--step 28.5 -v",
+                   &g);
+        ck_assert_msg(test_line(&g, "28", title) && test_failed(&g, "28", title) == as_ada,
+                      "bob's letters graded as %s's: the interview test should %s:\n%s", as_ada ? "ada" : "bob",
+                      as_ada ? "fail" : "pass", g.text);
+        if (!as_ada) {
+            char want[64];
+            snprintf(want, sizeof want, "I1 (i1_reverse_order = %c): right", bob[0]);
+            ck_assert_msg(strstr(g.text, want) && rl_test_count(g.text, "Right: ") == 3 &&
+                              rl_test_count(g.text, "Wrong: ") == 9,
+                          "the explanations of every option, after the grade:\n%s", g.text);
+            snprintf(want, sizeof want, "|   (%c) Right: ", bob[1]);
+            ck_assert_msg(strstr(g.text, want), "I2's explanations are not in bob's letters (want '%s'):\n%s", want,
+                          g.text);
+        }
+        free(g.text);
+    }
+    unlink(path);
+}
+END_TEST
+
 /* A lab the suite grades: where it lives and what its untouched skeleton says first. */
 typedef struct lab_case {
     const char *num, *dir;     /* "28", "28_ddp" */
@@ -674,6 +754,7 @@ Suite *graders_suite(void)
     tcase_add_test(answers, test_answers_strict);
     tcase_add_test(answers, test_hints_listed_and_penalised);
     tcase_add_test(answers, test_questions_per_learner);
+    tcase_add_test(answers, test_interview_letters_per_learner);
     suite_add_tcase(s, answers);
     return s;
 }
