@@ -513,7 +513,7 @@ watch: $(RINGLAB)
 # reference solutions, the interview questions' keys (grader/keys/: the autograder has them), the planted bugs, the correct variants, the attacks and the tests that
 # need them, with docs/release/README.md as its README. It builds, runs every lab and grades 0.
 RELEASE_DIR  := $(BUILD)/release/ringlab-labs
-RELEASE_SKIP := ^(solutions/|grader/keys/|grader/tests/(bugs|variants|attacks)/|grader/tests/test_(graders|objcheck|release)\.c$$|\.ci/|docs/release/)
+RELEASE_SKIP := ^(solutions/|grader/keys/|grader/tests/(bugs|variants|attacks)/|grader/tests/test_(graders|objcheck|release|docs)\.c$$|\.ci/|docs/release/)
 .PHONY: release
 release:
 	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make release needs a git checkout (it ships the tracked files)" >&2; exit 2; }

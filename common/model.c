@@ -998,10 +998,16 @@ int rl_model_zero_grad(rl_model *m)
 {
     if (!m)
         return rl_error(NULL, RL_ERR_ARG, "model_zero_grad: model is NULL");
+    rl_tensor **grads = malloc((size_t)(m->nparams > 0 ? m->nparams : 1) * sizeof *grads);
+    if (!grads)
+        return rl_error(m->ctx, RL_ERR_NOMEM, "model_zero_grad: out of memory for %d gradients", m->nparams);
+    int n = 0;
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].grad)
-            TRY(rl_zero(m->ctx, m->params[i].grad));
-    return 0;
+            grads[n++] = m->params[i].grad;
+    int rc = rl_zero_all(m->ctx, grads, n); /* one kernel for every gradient */
+    free(grads);
+    return rc;
 }
 
 const rl_tensor *rl_model_output(const rl_model *m) { return m && m->st ? m->st->outp : NULL; }

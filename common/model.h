@@ -151,7 +151,7 @@ int rl_model_backward(rl_model *m, float grad_scale);
  * drawn from seed and the backward's count — a hook may come late, never early. Pass a
  * seed per rank to make ranks differ. window <= 1: at once, in backward's own order. */
 int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window);
-/* Every parameter's current grad tensor ← 0. */
+/* Every parameter's current grad tensor ← 0, as one multi-tensor kernel (rl_zero_all). */
 int rl_model_zero_grad(rl_model *m);
 /* The output of the last forward: predictions [b, out] or logits [b, s, vocab]. */
 const rl_tensor *rl_model_output(const rl_model *m);

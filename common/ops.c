@@ -393,6 +393,39 @@ int rl_fill(rl_ctx *ctx, rl_tensor *x, float value) { return lincomb(ctx, "fill"
 
 int rl_zero(rl_ctx *ctx, rl_tensor *x) { return lincomb(ctx, "zero", 0.0f, NULL, 0.0f, NULL, 0.0f, x); }
 
+int rl_zero_all(rl_ctx *ctx, rl_tensor *const *xs, int n)
+{
+    const char *name = "zero_all";
+    if (n < 0 || (n > 0 && !xs))
+        return rl_error(ctx, RL_ERR_ARG, "%s: %d tensors%s; pass an array of n >= 0 tensors", name, n,
+                        xs ? "" : " and no array");
+    if (n == 0)
+        return 0;
+    const rl_tensor *const *ts = (const rl_tensor *const *)xs;
+    ctx = ops_ctx(ctx, xs[0]);
+    int rc = ops_check(ctx, name, n, ts, 0); /* one device for all */
+    if (rc)
+        return rc;
+    double w0 = ops_wall(ctx);
+    if (ops_gpu(xs[0])) { /* one span on the GPU timeline: the launches of one multi-tensor kernel */
+        ops_gpu_begin(ctx, name);
+        for (int i = 0; i < n; i++)
+            if ((rc = rl_backend_lincomb(ctx, 0.0f, 0.0f, NULL, 0.0f, NULL, xs[i])))
+                return rc;
+    } else {
+        for (int i = 0; i < n; i++) {
+            ops_buf b;
+            float *X = ops_out(xs[i], &b, 0);
+            if (!X)
+                return ops_nomem(ctx, name);
+            memset(X, 0, (size_t)xs[i]->numel * sizeof *X);
+            ops_commit(xs[i], &b);
+        }
+    }
+    ops_record(ctx, name, xs[0]->dtype, 0.0, ops_bytes(n, ts), w0, 0, NULL, n, ts);
+    return 0;
+}
+
 static int reduce(rl_ctx *ctx, const char *name, const rl_tensor *x, int squares, double *out)
 {
     ctx = ops_ctx(ctx, x);

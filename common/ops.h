@@ -100,6 +100,9 @@ int rl_copy(rl_ctx *ctx, rl_tensor *dst, const rl_tensor *src);
 int rl_fill(rl_ctx *ctx, rl_tensor *x, float value);
 /* x ← 0. */
 int rl_zero(rl_ctx *ctx, rl_tensor *x);
+/* Each of the n tensors xs[i] ← 0, as one kernel (a multi-tensor launch, like PyTorch's foreach
+ * ops): one launch's latency for all of them, not one each. */
+int rl_zero_all(rl_ctx *ctx, rl_tensor *const *xs, int n);
 /* Σ x (accumulated in double) into *sum — for checks and summaries. */
 int rl_sum(rl_ctx *ctx, const rl_tensor *x, double *sum);
 /* Σ x² (accumulated in double) into *sumsq — gradient norms. */

@@ -193,9 +193,7 @@ int ddp_train_step(ddp_reducer *r, rl_data *data, int64_t step, int64_t micro_ba
     if (accum_steps < 1 || micro_batch < 1)
         return rl_error(r->ctx, RL_ERR_ARG, "ddp_train_step: accum_steps (%d) and micro_batch (%lld) must be >= 1",
                         accum_steps, (long long)micro_batch);
-    int rank = rl_comm_rank(r->comm), rc = 0;
-    for (int b = 0; b < r->plan.nbuckets && !rc; b++) /* one kernel per bucket zeroes every grad */
-        rc = rl_zero(r->ctx, r->bucket_buf[b]);
+    int rank = rl_comm_rank(r->comm), rc = rl_model_zero_grad(r->model); /* as the given code does */
     double sum = 0;
     for (int k = 0; k < accum_steps && !rc; k++) {
         float l = 0;

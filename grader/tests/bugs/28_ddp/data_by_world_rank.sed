@@ -3,4 +3,4 @@
 # world.
 # step: 28.4
 # caught-by: two data-parallel groups of a split world, K micro-steps
-s|int rank = rl_comm_rank(r->comm), rc = 0;|int rank = rl_rank(r->ctx), rc = 0;|
+s|int rank = rl_comm_rank(r->comm), rc = rl_model_zero_grad|int rank = rl_rank(r->ctx), rc = rl_model_zero_grad|
