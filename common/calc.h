@@ -203,7 +203,8 @@ int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_
 
 /* ------------------------------------------------------------------ planner
  * The planner's model (also printed by `ringlab calc plan --help`):
- *  - Layout: G = TP·PP·DP, TP innermost, then PP, DP outermost (rank = tp + TP·(pp + PP·dp)).
+ *  - Layout: G = TP·PP·DP, TP innermost, then PP, DP outermost (rank = tp + TP·(pp + PP·dp):
+ *    mesh.h's RL_MESH_ORDER_TP_CP_PP_DP, not the mesh's default, which puts PP outermost).
  *    A group uses the profile's intra-node link if all its ranks share a node
  *    (rl_hw_group_link), else the inter-node link. G may exceed the profile: more nodes of
  *    the same kind are assumed.

@@ -12,9 +12,9 @@ static const char *const dim_names[ND] = { "tp", "cp", "pp", "ep", "edp" };
 /* The digits of the rank, innermost first. */
 static void digit_order(const rl_mesh *m, int *order)
 {
-    static const int def[ND] = { D_TP, D_CP, D_PP, D_EP, D_EDP };
-    static const int meg[ND] = { D_TP, D_CP, D_EP, D_EDP, D_PP };
-    memcpy(order, m->shape.order == RL_MESH_ORDER_TP_CP_DP_PP ? meg : def, sizeof def);
+    static const int meg[ND] = { D_TP, D_CP, D_EP, D_EDP, D_PP }; /* the default */
+    static const int dp_outer[ND] = { D_TP, D_CP, D_PP, D_EP, D_EDP };
+    memcpy(order, m->shape.order == RL_MESH_ORDER_TP_CP_PP_DP ? dp_outer : meg, sizeof meg);
 }
 
 static void dim_sizes(const rl_mesh *m, int *size)
@@ -61,7 +61,7 @@ RL_API_WATCHED
 rl_mesh_shape rl_mesh_shape_make(int dp, int pp, int tp)
 {
     RL_API_ENTRY();
-    rl_mesh_shape s = { .dp = dp, .pp = pp, .tp = tp, .cp = 1, .ep = 1, .order = RL_MESH_ORDER_TP_CP_PP_DP };
+    rl_mesh_shape s = { .dp = dp, .pp = pp, .tp = tp, .cp = 1, .ep = 1, .order = RL_MESH_ORDER_TP_CP_DP_PP };
     return s;
 }
 
@@ -231,7 +231,7 @@ const char *rl_mesh_describe(const rl_mesh *m, char *buf, size_t size)
     const rl_mesh_shape *s = &m->shape;
     size_t k = (size_t)snprintf(buf, size, "mesh dp=%d (ep=%d x edp=%d) x pp=%d x cp=%d x tp=%d = %d ranks, order %s\n",
                                 s->dp, s->ep, s->dp / s->ep, s->pp, s->cp, s->tp, m->world,
-                                s->order == RL_MESH_ORDER_TP_CP_DP_PP ? "tp-cp-ep-dp-pp (Megatron default)"
+                                s->order == RL_MESH_ORDER_TP_CP_DP_PP ? "tp-cp-ep-dp-pp (Megatron-LM's default)"
                                                                       : "tp-cp-pp-dp (TP innermost, DP outermost)");
     for (int r = 0; r < m->world && k < size; r++) {
         rl_mesh_coord c;

@@ -3,14 +3,16 @@
  * every group, one communicator per group (rl_comm_split), the nodes of the hardware
  * profile each rank sits on, and a warning when a TP group crosses a node.
  *
- * Rank order (RL_MESH_ORDER_TP_CP_PP_DP, the default) — innermost (fastest) first:
- *     rank = tp + TP·(cp + CP·(pp + PP·dp)),   dp = ep + EP·edp
- * This is Megatron-LM's rank order with TP innermost, laid out along the course's topology
- * ladder: TP (2 all-reduces per layer forward and backward, latency bound) on consecutive
- * ranks, so on one node; then CP (K/V ring every layer); then PP (one activation per
- * micro-batch, crosses nodes); DP outermost (one gradient reduction per step, overlapped).
- * It is also the order `ringlab calc plan` assumes. Megatron-LM's own default order string,
- * "tp-cp-ep-dp-pp" (PP outermost, DP inside it), is RL_MESH_ORDER_TP_CP_DP_PP.
+ * Rank order (RL_MESH_ORDER_TP_CP_DP_PP, the default: Megatron-LM's default order string
+ * "tp-cp-ep-dp-pp") — innermost (fastest) first:
+ *     rank = tp + TP·(cp + CP·(dp + DP·pp)),   dp = ep + EP·edp
+ * TP (2 all-reduces per layer forward and backward, latency bound) on consecutive ranks, so
+ * on one node; then CP (K/V ring every layer); then DP (one gradient reduction per step,
+ * overlapped); PP outermost (one activation per micro-batch, point to point: the traffic that
+ * best tolerates the links between nodes, so a pipeline stage is a block of whole nodes).
+ * RL_MESH_ORDER_TP_CP_PP_DP swaps the two outer ones (rank = tp + TP·(cp + CP·(pp + PP·dp))):
+ * DP outermost, a data-parallel replica is a block of whole nodes; it is the layout
+ * `ringlab calc plan` assumes.
  * EP: Megatron carves the expert-parallel group out of the data-parallel ranks: EP divides
  * DP, an EP group is EP consecutive DP indices (same tp, cp, pp), and the "expert data
  * parallel" group (EDP = DP/EP ranks holding the same experts) reduces expert gradients.
@@ -24,8 +26,8 @@
 #include "cost.h"
 
 typedef enum {
-    RL_MESH_ORDER_TP_CP_PP_DP = 0, /* default: TP innermost, DP outermost */
-    RL_MESH_ORDER_TP_CP_DP_PP = 1  /* Megatron-LM's default "tp-cp-ep-dp-pp": PP outermost */
+    RL_MESH_ORDER_TP_CP_DP_PP = 0, /* the default, Megatron-LM's "tp-cp-ep-dp-pp": TP innermost, PP outermost */
+    RL_MESH_ORDER_TP_CP_PP_DP = 1  /* TP innermost, DP outermost */
 } rl_mesh_order;
 
 /* Dimension bits, for groups spanning several dimensions (RL_MESH_DP = EP | EDP). */

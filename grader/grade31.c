@@ -226,7 +226,7 @@ static void check_layout(int dp, int pp, int tp, int cp, int ep, rl_mesh_order o
 /* A random shape with about W <= max ranks: tp, pp, dp (and cp, ep when cp_ep). */
 static rl_mesh_shape random_shape(rl_rng *g, int max, int cp_ep)
 {
-    rl_mesh_shape s = { 1, 1, 1, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP };
+    rl_mesh_shape s = { 1, 1, 1, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP };
     s.tp = rl_grade_pick(g, 1, 8);
     s.pp = rl_grade_pick(g, 1, 6);
     if (cp_ep) {
@@ -268,16 +268,16 @@ START_TEST(t_mesh_3d)
     printf("cases: %s\n", rl_grade_text_str(&cs));
     rl_grade_text_free(&cs);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        check_layout(shapes[i][0], shapes[i][1], shapes[i][2], 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, hw);
+        check_layout(shapes[i][0], shapes[i][1], shapes[i][2], 1, 1, RL_MESH_ORDER_TP_CP_DP_PP, hw);
         if (!rl_grade_quick())
-            check_layout(shapes[i][0], shapes[i][1], shapes[i][2], 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, NULL);
+            check_layout(shapes[i][0], shapes[i][1], shapes[i][2], 1, 1, RL_MESH_ORDER_TP_CP_DP_PP, NULL);
     }
     rl_hw h4 = hw_nodes(4), h6 = hw_nodes(6);
-    check_layout(2, 2, 4, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, &h4); /* nodes of 4 and 6 GPUs */
-    check_layout(3, 2, 2, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, &h6);
+    check_layout(2, 2, 4, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP, &h4); /* nodes of 4 and 6 GPUs */
+    check_layout(3, 2, 2, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP, &h6);
     for (int i = 0; i < 6; i++) {
         rl_hw h = hw_nodes(rg[i]);
-        check_layout(rs[i].dp, rs[i].pp, rs[i].tp, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP, &h);
+        check_layout(rs[i].dp, rs[i].pp, rs[i].tp, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP, &h);
     }
 }
 END_TEST
@@ -412,13 +412,13 @@ START_TEST(t_mesh_warning)
     const rl_hw *hw = rl_hw_find("h100-2node-ib");
     mesh_layout *L = calloc(1, sizeof *L);
     char *err = calloc(1, 4096);
-    rl_mesh_shape s = { 1, 1, 16, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP };
+    rl_mesh_shape s = { 1, 1, 16, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP };
     int rc = layout_run(&s, 16, hw, L, err);
     CHECK(rc == 0, "mesh_layout_make(tp=16 on 16 ranks) returned %s: %s", rl_status_name(rc), nz(err));
     CHECK(L->tp_crosses_node && strlen(L->warning) > 10 && L->node[15] == 1,
                   "tp=16 on two nodes of 8 GPUs: tp_crosses_node = %d, warning «%s», rank 15 on node %d; the TP group "
                   "spans nodes 0 and 1 and must be warned about", L->tp_crosses_node, nz(L->warning), L->node[15]);
-    rl_mesh_shape s2 = { 2, 1, 8, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP };
+    rl_mesh_shape s2 = { 2, 1, 8, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP };
     rc = layout_run(&s2, 16, hw, L, err);
     CHECK(rc == 0 && !L->tp_crosses_node && !L->warning[0],
                   "dp=2 x tp=8 on two nodes of 8: every TP group is one node; no warning expected (got rc %s, "
@@ -565,8 +565,9 @@ static void comms_free(comms_case *c) { free(c); }
 /* Fixed and randomized shapes (≤ 16 ranks) for the communicator tests. */
 static int comm_shapes(rl_rng *g, rl_mesh_shape *out)
 {
-    rl_mesh_shape fixed[] = { { 2, 2, 2, 1, 1, 0 }, { 4, 2, 1, 1, 2, 0 }, { 2, 1, 2, 2, 2, 0 },
-                              { 2, 2, 2, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP } /* pp outermost */ };
+    const rl_mesh_order def = RL_MESH_ORDER_TP_CP_DP_PP; /* pp outermost */
+    rl_mesh_shape fixed[] = { { 2, 2, 2, 1, 1, def }, { 4, 2, 1, 1, 2, def }, { 2, 1, 2, 2, 2, def },
+                              { 2, 2, 2, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP } /* dp outermost */ };
     int n = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         out[n++] = fixed[i];
@@ -662,13 +663,13 @@ static void check_mesh_record(const rl_trace *t, const rl_mesh_shape *s, const c
         k++;
     }
     CHECK(same, "%s: the recorded mesh is «%s»; the mesh view reads the dimensions outermost first (lab31.c: "
-                "\"names outermost first, e.g. {\"dp\", \"pp\", \"tp\"}\"; mesh.h's rl_mesh_record does the same): "
+                "\"names outermost first, e.g. {\"pp\", \"dp\", \"tp\"}\"; mesh.h's rl_mesh_record does the same): "
                 "expected «%s» (dimensions of size 1 may be left out). %s", st, nz(rl_grade_text_str(&got)),
           nz(rl_grade_text_str(&want)),
-          pp_outer ? "In the order tp-cp-dp-pp PP is the outermost dimension (rank = tp + TP·(cp + CP·(dp + "
-                     "DP·pp))), so pp comes first"
-                   : "In the default order DP is the outermost dimension (rank = tp + TP·(cp + CP·(pp + PP·dp))) "
-                     "and TP the innermost, so dp comes first and tp last");
+          pp_outer ? "In the default order (tp-cp-dp-pp, Megatron-LM's) PP is the outermost dimension (rank = tp "
+                     "+ TP·(cp + CP·(dp + DP·pp))) and TP the innermost, so pp comes first and tp last"
+                   : "In the order tp-cp-pp-dp DP is the outermost dimension (rank = tp + TP·(cp + CP·(pp + "
+                     "PP·dp))), so dp comes first");
     rl_grade_text_free(&want);
     rl_grade_text_free(&got);
 }

@@ -32,8 +32,9 @@ static void check_shapes_of(int n, const rl_hw *hw, int *count)
                         for (int r = 0; r < n; r++) {
                             rl_mesh_coord c;
                             EXPECT(rl_mesh_coord_of(&m, r, &c) == RL_OK, "rank %d: no coordinates", r);
-                            int want = order == 0 ? c.tp + tp * (c.cp + cp * (c.pp + pp * c.dp))
-                                                  : c.tp + tp * (c.cp + cp * (c.dp + dp * c.pp));
+                            int want = s.order == RL_MESH_ORDER_TP_CP_PP_DP
+                                           ? c.tp + tp * (c.cp + cp * (c.pp + pp * c.dp))
+                                           : c.tp + tp * (c.cp + cp * (c.dp + dp * c.pp));
                             EXPECT(want == r, "rank %d: coordinates give rank %d", r, want);
                             EXPECT(c.dp == c.ep + ep * c.edp, "rank %d: dp %d != ep %d + %d x edp %d", r, c.dp, c.ep, ep, c.edp);
                             EXPECT(rl_mesh_rank_of(&m, &c) == r, "rank %d: rank_of(coord_of) = %d", r, rl_mesh_rank_of(&m, &c));
@@ -83,8 +84,10 @@ START_TEST(test_known_layouts)
 {
     rl_mesh m;
     char err[256];
-    /* dp=2 x pp=2 x tp=2: TP pairs (0,1), PP (0,2), DP (0,4) */
+    /* dp=2 x pp=2 x tp=2, DP outermost: TP pairs (0,1), PP (0,2), DP (0,4) */
     rl_mesh_shape s = rl_mesh_shape_make(2, 2, 2);
+    ck_assert_int_eq(s.order, RL_MESH_ORDER_TP_CP_DP_PP); /* the default: Megatron-LM's */
+    s.order = RL_MESH_ORDER_TP_CP_PP_DP;
     ck_assert_int_eq(rl_mesh_init(&m, &s, 8, NULL, err, sizeof err), RL_OK);
     int g[16];
     ck_assert_int_eq(rl_mesh_group(&m, RL_MESH_TP, 5, g, NULL), 2);
@@ -93,7 +96,7 @@ START_TEST(test_known_layouts)
     ck_assert(g[0] == 5 && g[1] == 7);
     ck_assert_int_eq(rl_mesh_group(&m, RL_MESH_DP, 5, g, NULL), 2);
     ck_assert(g[0] == 1 && g[1] == 5);
-    /* Megatron's default order: PP outermost — PP pairs (r, r+4), DP (r, r+2) */
+    /* the default, Megatron-LM's order: PP outermost — PP pairs (r, r+4), DP (r, r+2) */
     s.order = RL_MESH_ORDER_TP_CP_DP_PP;
     ck_assert_int_eq(rl_mesh_init(&m, &s, 8, NULL, err, sizeof err), RL_OK);
     rl_mesh_group(&m, RL_MESH_PP, 1, g, NULL);
@@ -101,7 +104,7 @@ START_TEST(test_known_layouts)
     rl_mesh_group(&m, RL_MESH_DP, 1, g, NULL);
     ck_assert(g[0] == 1 && g[1] == 3);
     /* EP inside DP: dp=4, ep=2 → EP groups are consecutive DP indices, EDP the others */
-    rl_mesh_shape e = { 4, 1, 2, 1, 2, 0 };
+    rl_mesh_shape e = { 4, 1, 2, 1, 2, RL_MESH_ORDER_TP_CP_DP_PP };
     ck_assert_int_eq(rl_mesh_init(&m, &e, 8, NULL, err, sizeof err), RL_OK);
     ck_assert_int_eq(rl_mesh_group(&m, RL_MESH_EP, 0, g, NULL), 2);
     ck_assert(g[0] == 0 && g[1] == 2);
@@ -213,10 +216,10 @@ static int build_rank(rl_ctx *ctx, void *p)
 START_TEST(test_build_comms)
 {
     struct { rl_mesh_shape s; int n; const char *hw; const char *names; } cases[] = {
-        { { 2, 2, 2, 1, 1, 0 }, 8, NULL, "dp=2 pp=2 tp=2" },
-        { { 4, 1, 1, 2, 2, 0 }, 8, NULL, "edp=2 ep=2 cp=2" },
-        { { 2, 2, 4, 1, 1, 1 }, 16, "h100-2node-ib", "pp=2 dp=2 tp=4" },
-        { { 1, 1, 1, 1, 1, 0 }, 1, NULL, "tp=1" },
+        { { 2, 2, 2, 1, 1, RL_MESH_ORDER_TP_CP_PP_DP }, 8, NULL, "dp=2 pp=2 tp=2" },
+        { { 4, 1, 1, 2, 2, RL_MESH_ORDER_TP_CP_PP_DP }, 8, NULL, "edp=2 ep=2 cp=2" },
+        { { 2, 2, 4, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP }, 16, "h100-2node-ib", "pp=2 dp=2 tp=4" },
+        { { 1, 1, 1, 1, 1, RL_MESH_ORDER_TP_CP_DP_PP }, 1, NULL, "tp=1" },
     };
     int ncases = rl_test_quick() ? 2 : 4;
     for (int i = 0; i < ncases; i++) {

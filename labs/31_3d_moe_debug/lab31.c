@@ -45,8 +45,8 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
      * rank's communicator of each kind, members in ascending rank order, made by exactly one
      * rl_comm_split of the world per kind, in mesh_dim order, with color = the group id. Rank 0
      * records the mesh for the mesh view (rl_ctx_set_mesh) with names outermost first, e.g.
-     * {"dp", "pp", "tp"} ({"pp", "dp", "tp"} in the order tp-cp-dp-pp; cp only when > 1; dp as
-     * {"edp", "ep"} when ep > 1). */
+     * {"pp", "dp", "tp"} in the default order ({"dp", "pp", "tp"} in the order tp-cp-pp-dp; cp
+     * only when > 1; dp as {"edp", "ep"} when ep > 1). */
     (void)lay, (void)out;
     return NOT_YET(ctx, "31.1", "device mesh: communicators");
 }

@@ -50,8 +50,8 @@ typedef struct mesh_layout {
 
 /* YOURS: lays out world = dp·pp·cp·tp ranks (ep divides dp) in the shape's order, ranks
  * numbered with tp changing fastest, then cp, then
- *   RL_MESH_ORDER_TP_CP_PP_DP: pp, then dp (dp slowest; the default, Megatron's order)
- *   RL_MESH_ORDER_TP_CP_DP_PP: dp, then pp (pp slowest)
+ *   RL_MESH_ORDER_TP_CP_DP_PP: dp, then pp (pp slowest; the default, Megatron-LM's "tp-cp-ep-dp-pp")
+ *   RL_MESH_ORDER_TP_CP_PP_DP: pp, then dp (dp slowest)
  * and dp itself split into ep (changing fastest) and edp, on nodes of hw->gpus_per_node GPUs
  * (hw NULL: the default profile). Fills every field of out (README.md, step 31.1). RL_ERR_ARG
  * with a message in err saying what to change for a bad shape (a size < 1, a product that is
@@ -68,8 +68,8 @@ typedef struct mesh_comms {
  * rank's group of each kind, its members in ascending rank order, from one rl_comm_split per
  * kind, in mesh_dim order, color = the group id; rank 0
  * records the mesh for the TUI's mesh view (rl_ctx_set_mesh): names outermost first in the shape's
- * order — {"dp", "pp", "tp"} in the default order, {"pp", "dp", "tp"} in RL_MESH_ORDER_TP_CP_DP_PP
- * (PP outermost) —, cp (just outside tp) only when > 1, dp as {"edp", "ep"} when ep > 1; a
+ * order — {"pp", "dp", "tp"} in the default order (PP outermost), {"dp", "pp", "tp"} in
+ * RL_MESH_ORDER_TP_CP_PP_DP —, cp (just outside tp) only when > 1, dp as {"edp", "ep"} when ep > 1; a
  * dimension of size 1 may be left out. The view places every rank from the sizes in this order. */
 int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out);
 /* Frees the communicators (given). */
@@ -79,7 +79,7 @@ void mesh_comms_free(mesh_comms *mc);
 
 /* One run of TP × PP (1F1B) × DP with ZeRO-1 on the MLP block stack of model.h (f32). */
 typedef struct td_config {
-    int dp, pp, tp;              /* world = dp·pp·tp, Megatron order (TP innermost, DP outermost) */
+    int dp, pp, tp;              /* world = dp·pp·tp, the mesh's default order (TP innermost, PP outermost) */
     int micro_batches;           /* m per step and DP replica */
     int64_t micro_batch;         /* b samples per micro-batch */
     rl_model_config model;       /* RL_MODEL_MLP; layers divisible by pp, ffn (4h) by tp */

@@ -19,6 +19,7 @@ typedef struct args {
     const char *part;
     int dp, pp, tp, cp, ep, m, steps, experts, top_k;
     double cf;
+    rl_mesh_order order;
 } args;
 
 static void usage(FILE *f)
@@ -26,6 +27,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: make run LAB=31 [RANKS=8] [ARGS=\"--part mesh|3d|moe|diagnose|plan ...\"]\n"
                "  --part P         mesh (default), 3d, moe, diagnose, plan\n"
                "  --dp --pp --tp --cp --ep N   mesh / 3d sizes (default dp = ranks/(pp·tp·cp), pp = tp = 2)\n"
+               "  --order O        mesh rank order: tp-cp-dp-pp (default, Megatron-LM's \"tp-cp-ep-dp-pp\": PP\n"
+               "                   outermost) or tp-cp-pp-dp (DP outermost)\n"
                "  --m N            micro-batches per step (3d, default 4)   --steps N (3d, default 8)\n"
                "  --experts E --top-k K --capacity-factor F   (moe; default 8, 2, 1.25)\n");
     rl_opts d;
@@ -65,7 +68,7 @@ static int mesh_rank(rl_ctx *ctx, void *arg)
 
 static int part_mesh(const args *a)
 {
-    rl_mesh_shape s = { a->dp, a->pp, a->tp, a->cp, a->ep, RL_MESH_ORDER_TP_CP_PP_DP };
+    rl_mesh_shape s = { a->dp, a->pp, a->tp, a->cp, a->ep, a->order };
     const rl_hw *hw = a->opts.hw ? a->opts.hw : rl_hw_default();
     mesh_layout *L = calloc(1, sizeof *L);
     char err[256];
@@ -103,8 +106,10 @@ static int part_mesh(const args *a)
             printf("(no mesh chart: %s)\n", e2);
     }
     printf("\n== Lab 31.1 summary ==\n");
+    int dp_outer = a->order == RL_MESH_ORDER_TP_CP_PP_DP, inner = a->tp * a->cp;
     printf("Shape   each rank has 6 coordinates; TP groups of %d consecutive ranks, PP groups stride %d, DP groups "
-           "stride %d\n", a->tp, a->tp * a->cp, a->tp * a->cp * a->pp);
+           "stride %d (order %s)\n", a->tp, dp_outer ? inner : inner * a->dp, dp_outer ? inner * a->pp : inner,
+           dp_outer ? "tp-cp-pp-dp: DP outermost" : "tp-cp-dp-pp, Megatron-LM's default: PP outermost");
     printf("Cost    TP: 2 all-reduces of b·s·h per layer forward and 2 backward -> keep it on NVLink; DP: one gradient "
            "reduction per step\n");
     printf("Machine %s\n", L->tp_crosses_node ? L->warning : "every TP group sits inside one node (NVLink)");
@@ -354,7 +359,7 @@ int main(int argc, char **argv)
     if (rl_require_one_process(&a.opts, "lab 31"))
         return RL_EXIT_USAGE;
     a.part = "mesh", a.pp = 2, a.tp = 2, a.cp = 1, a.ep = 1, a.m = 4, a.steps = 8, a.experts = 8, a.top_k = 2;
-    a.cf = 1.25;
+    a.cf = 1.25, a.order = RL_MESH_ORDER_TP_CP_DP_PP;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int has = i + 1 < argc;
@@ -363,6 +368,14 @@ int main(int argc, char **argv)
             return 0;
         } else if (has && !strcmp(s, "--part")) {
             a.part = argv[++i];
+        } else if (has && !strcmp(s, "--order")) {
+            const char *o = argv[++i];
+            if (strcmp(o, "tp-cp-dp-pp") && strcmp(o, "tp-cp-pp-dp")) {
+                fprintf(stderr, "--order '%s': use tp-cp-dp-pp (PP outermost, the default) or tp-cp-pp-dp (DP "
+                                "outermost)\n", o);
+                return RL_EXIT_USAGE;
+            }
+            a.order = strcmp(o, "tp-cp-dp-pp") ? RL_MESH_ORDER_TP_CP_PP_DP : RL_MESH_ORDER_TP_CP_DP_PP;
         } else if (has && !strcmp(s, "--capacity-factor")) {
             a.cf = atof(argv[++i]);
         } else if (has && (!strcmp(s, "--dp") || !strcmp(s, "--pp") || !strcmp(s, "--tp") || !strcmp(s, "--cp") ||
