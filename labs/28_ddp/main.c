@@ -35,9 +35,12 @@ static int parse_double(const char *s, double *out)
     return end != s && *end == 0 && isfinite(*out) ? 0 : -1;
 }
 
-/* Prints the bucket table of the run's model (Shape). */
-static void print_buckets(const ddp_run_config *cfg)
+/* Prints the bucket table of the run's model (Shape); when the buckets are assigned, the cost
+ * model's time of all their ring all-reduces on n ranks of link (*ideal) and of the last one's
+ * (*last, the bucket that is ready only when backward ends); both -1 otherwise. */
+static void print_buckets(const ddp_run_config *cfg, int n, const rl_link *link, double *ideal, double *last)
 {
+    *ideal = *last = -1;
     rl_ctx *ctx = rl_ctx_new_standalone(cfg->opts.hw, cfg->opts.seed);
     rl_model *m = rl_model_new(ctx, &cfg->model);
     if (!m) {
@@ -60,6 +63,8 @@ static void print_buckets(const ddp_run_config *cfg)
             if (bk->nparams > 1)
                 printf(" .. %s", d[plan.order[bk->first + bk->nparams - 1]].name);
             printf("\n");
+            *last = rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n, (double)bk->bytes, link);
+            *ideal = (b ? *ideal : 0) + *last;
         }
     }
     ddp_plan_free(&plan);
@@ -83,7 +88,8 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
            (long long)cfg->micro_batch, cfg->model.hidden);
     printf("        global batch %d ranks x %lld samples x %d micro-step%s = %lld samples per step\n", n,
            (long long)cfg->micro_batch, cfg->accum_steps, cfg->accum_steps == 1 ? "" : "s", (long long)global);
-    print_buckets(cfg);
+    double ideal = -1, last = -1;
+    print_buckets(cfg, n, n > hw->gpus_per_node ? &hw->inter : &hw->intra, &ideal, &last);
     double ring = rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n, (double)s->param_bytes);
     printf("Cost    bytes sent per rank per step: %s (communicator counters, %lld all-reduce call%s)\n",
            rl_fmt_bytes((double)s->bytes_sent, b1, sizeof b1), (long long)s->allreduce_calls,
@@ -111,6 +117,14 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
     else /* on the GPU, from the measured spans: comm time under some compute kernel */
         printf("        comm %.1f us, %.1f us of it under compute -> overlap: %.0f%% of comm hidden (measured)\n",
                s->measured_comm * 1e6, s->measured_hidden * 1e6, 100.0 * s->measured_overlap);
+    if (!s->backend[0] && ideal > 0 && n > 1) /* what no code can beat, from the cost model alone */
+        printf("Ideal   (cost model) these %d buckets' ring all-reduces take %.1f us (yours kept the comm stream busy "
+               "%.1f us);\n        the last one's %.1f us can only start when backward ends -> at least %.0f%% of "
+               "the comm can run\n        under backward itself (the rest under what follows it, or exposed)%s\n", s->nbuckets, ideal * 1e6, s->comm_time * 1e6, last * 1e6,
+               100.0 * (ideal - last) / ideal, one && one->step_time > 0 ? ";" : "");
+    if (!s->backend[0] && ideal > 0 && n > 1 && one && one->step_time > 0)
+        printf("        no step on %d ranks is shorter than one rank's (no comm at all): %.1f us; yours is %.1f us "
+               "longer\n", n, one->step_time * 1e6, (s->step_time - one->step_time) * 1e6);
     if (cfg->opts.nfaults) {
         printf("        per rank: step time / time waiting on comm (us):");
         for (int r = 0; r < n && r < DDP_MAX_RANKS; r++)
