@@ -251,7 +251,24 @@ static const struct {
       "bubble = %s% of total time" },
 };
 
-static char tmp_dir[64];
+static char tmp_dir[64]; /* where the quoted commands run (they may write traces) */
+
+/* The repository's folder in root; a fresh tmp_dir. */
+static void docs_setup(char *root, size_t size)
+{
+    ck_assert_ptr_nonnull(getcwd(root, size));
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rl_docs_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+}
+
+/* Frees the commands and removes tmp_dir. */
+static void docs_teardown(doc_cmds *d)
+{
+    free_all(d);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
 static const char *const lab_names[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
 
 /* 1 when v occurs in text as a number of its own (not inside a longer one). */
@@ -323,10 +340,8 @@ static void answers_not_in(const char *lab, const doc_cmds *d, char *bad, size_t
 
 START_TEST(test_quoted_commands_run)
 {
-    char root[512];
-    ck_assert_ptr_nonnull(getcwd(root, sizeof root));
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rl_docs_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+    char root[512], leaks[8192] = "";
+    docs_setup(root, sizeof root);
     doc_cmds d;
     collect(&d, root, tmp_dir);
     ck_assert_msg(d.n >= 30, "only %d commands quoted in the documents: is the scan broken?", d.n);
@@ -339,24 +354,19 @@ START_TEST(test_quoted_commands_run)
             snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "\n  `%s` (exit %d): %.300s", d.c[i].quoted,
                      d.c[i].rc, d.c[i].out);
     }
-    ck_assert_msg(!bad[0], "commands the documents quote do not run (with the reference solutions):%s", bad);
     /* no expected answer (the reference learner's) in a document or a quoted command's output */
     for (int l = 0; l < 4; l++)
-        answers_not_in(lab_names[l], &d, bad, sizeof bad);
-    free_all(&d);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    ck_assert_int_eq(system(cmd), 0);
-    ck_assert_msg(!bad[0], "expected answers are printed where a learner reads them:%s", bad);
+        answers_not_in(lab_names[l], &d, leaks, sizeof leaks);
+    docs_teardown(&d);
+    ck_assert_msg(!bad[0], "commands the documents quote do not run (with the reference solutions):%s", bad);
+    ck_assert_msg(!leaks[0], "expected answers are printed where a learner reads them:%s", leaks);
 }
 END_TEST
 
 START_TEST(test_quoted_figures_hold)
 {
     char root[512], bad[8192] = "";
-    ck_assert_ptr_nonnull(getcwd(root, sizeof root));
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rl_docs_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+    docs_setup(root, sizeof root);
     doc_cmds d = { 0 };
     for (size_t f = 0; f < sizeof figures / sizeof figures[0]; f++)
         add_quoted(&d, figures[f].command, strlen(figures[f].command), root, tmp_dir);
@@ -385,10 +395,7 @@ START_TEST(test_quoted_figures_hold)
         free(out);
         free(doc);
     }
-    free_all(&d);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    ck_assert_int_eq(system(cmd), 0);
+    docs_teardown(&d);
     ck_assert_msg(!bad[0], "figures the documents quote are not what the code gives:%s", bad);
 }
 END_TEST
