@@ -117,9 +117,11 @@ static void changed_files(const char *then, const char *now, char *out, size_t s
             snprintf(nm, sizeof nm, "%.*s", (int)(name < len ? name : len), p);
             const char *hit = strstr(b, item);
             int same = hit && (hit == b || hit[-1] == ',') && (hit[len] == ',' || !hit[len]);
-            if (!same && !strstr(out, nm)) {
-                size_t o = strlen(out);
-                snprintf(out + o, size - o, "%s%s", o ? ", " : "", nm);
+            size_t o = strlen(out), k = strlen(nm);
+            if (!same && !strstr(out, nm) && o + k + 3 <= size) { /* ", name" while it fits */
+                if (o)
+                    memcpy(out + o, ", ", 2), o += 2;
+                memcpy(out + o, nm, k + 1);
             }
             p += len + (p[len] == ',');
         }
@@ -308,7 +310,7 @@ static void show_lab(const char *labdir, const char *dir, const char *detail, ch
             continue;
         step_rec *s = find(&r, st->id, 0);
         int hints = rl_hints_used_get(&u, st->id);
-        char state[512], score[32], changed[512] = "", todo[512] = "";
+        char state[512], score[32], changed[256] = "", todo[512] = "";
         if (s)
             changed_files(s->files, files, changed, sizeof changed);
         if (!s) {

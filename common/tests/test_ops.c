@@ -453,6 +453,21 @@ START_TEST(test_elementwise)
     ck_assert_double_eq(ss, 147.0);
     ck_assert_int_eq(rl_zero(ctx, o), 0);
     ck_assert_float_eq(rl_tensor_get(o, 5), 0.0f);
+    /* several tensors zeroed as one kernel (f32 and bf16 alike): one trace event for all */
+    rl_trace *tr = rl_ctx_trace(ctx);
+    size_t n0 = tr->n;
+    rl_tensor *many[] = { a, hb, b };
+    ck_assert_int_eq(rl_zero_all(ctx, many, 3), 0);
+    ck_assert_uint_eq(tr->n, n0 + 1);
+    ck_assert_str_eq(tr->ev[n0].name, "zero_all");
+    ck_assert_double_eq(tr->ev[n0].bytes, 4.0 * 10 + 2.0 * 10 + 4.0 * 10);
+    for (int i = 0; i < 10; i++)
+        ck_assert(rl_tensor_get(a, i) == 0.0f && rl_tensor_get(hb, i) == 0.0f && rl_tensor_get(b, i) == 0.0f);
+    ck_assert_int_eq(rl_zero_all(ctx, many, 0), 0);
+    ck_assert_int_eq(rl_zero_all(ctx, NULL, 2), RL_ERR_ARG);
+    ck_assert_int_eq(rl_zero_all(ctx, many, -1), RL_ERR_ARG);
+    rl_tensor *with_null[] = { a, NULL };
+    ck_assert_int_eq(rl_zero_all(ctx, with_null, 2), RL_ERR_ARG);
     rl_tensor_free(sl);
     rl_tensor *ts[] = { a, b, o, hb };
     for (int i = 0; i < 4; i++)
