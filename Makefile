@@ -502,9 +502,10 @@ watch: $(RINGLAB)
 	    if ! grep -q '^== grading lab' $(BUILD)/watch.log; then \
 	      echo "The build failed (the grade did not run):"; grep -m 12 -E 'error|warning' $(BUILD)/watch.log; fi; \
 	    $(RINGLAB) progress --dir $(BUILD)/progress labs/$(LAB_SEL) $(if $(STEP),--step $(STEP),); \
-	    echo "(the whole grade: $(BUILD)/watch.log) waiting for a save of labs/$(LAB_SEL); Ctrl-C stops"; \
 	    rounds=$$((rounds + 1)); \
-	    if [ -n "$(WATCH_ROUNDS)" ] && [ $$rounds -ge $(WATCH_ROUNDS) ]; then break; fi; \
+	    if [ -n "$(WATCH_ROUNDS)" ] && [ $$rounds -ge $(WATCH_ROUNDS) ]; then \
+	      echo "(the whole grade: $(BUILD)/watch.log) $$rounds grades: WATCH_ROUNDS reached"; break; fi; \
+	    echo "(the whole grade: $(BUILD)/watch.log) waiting for a save of labs/$(LAB_SEL); Ctrl-C stops"; \
 	  fi; \
 	  sleep 1; \
 	done

@@ -4,7 +4,8 @@
  *
  * The record, one file per lab (DIR/NN_name.txt, DIR = build/progress), one line per step:
  *   STEP SCORE MAX UNIXTIME FILE:HASH,FILE:HASH...
- * where the files are the lab folder's .c/.h files and answers.txt as they were when graded. */
+ * where the files are the lab folder's .c/.h files as they were when graded, and answers.txt
+ * for a step that has answers tests. */
 #include <dirent.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 typedef struct {
     char id[RL_HINTS_ID_LEN];
     int graded, score, max;
+    int uses_answers; /* (while recording) a test of the step grades answers.txt */
     long long when;
     char files[FILES_LEN]; /* "ddp.c:0123abcd...,answers.txt:..." */
 } step_rec;
@@ -140,6 +142,22 @@ static void print_cols(const char *s, int w)
     printf("%.*s%*s", (int)(p - s), s, w - cols, "");
 }
 
+/* Removes answers.txt from a "name:hash,..." list, in place (a step without answers tests does
+ * not depend on it). */
+static void drop_answers(char *list)
+{
+    char *a = strstr(list, "answers.txt:");
+    while (a && a != list && a[-1] != ',')
+        a = strstr(a + 1, "answers.txt:");
+    if (!a)
+        return;
+    char *end = a + strcspn(a, ",");
+    if (*end == ',')
+        memmove(a, end + 1, strlen(end + 1) + 1);
+    else
+        a[a == list ? 0 : -1] = 0;
+}
+
 static step_rec *find(lab_rec *r, const char *id, int add)
 {
     for (int i = 0; i < r->n; i++)
@@ -225,6 +243,8 @@ static int record(const char *dir, const char *labdir, const char *results, cons
         if (!s)
             continue;
         s->graded = 1;
+        const char *name = json_string_value(json_object_get(t, "name"));
+        s->uses_answers |= name && strstr(name, ": answers: ") != NULL;
         s->score += (int)json_integer_value(json_object_get(t, "score"));
         s->max += (int)json_integer_value(json_object_get(t, "max_score"));
     }
@@ -236,6 +256,8 @@ static int record(const char *dir, const char *labdir, const char *results, cons
         *s = fresh.s[k];
         s->when = (long long)time(NULL);
         snprintf(s->files, sizeof s->files, "%s", files);
+        if (!fresh.s[k].uses_answers)
+            drop_answers(s->files);
     }
     char mk[1400];
     snprintf(mk, sizeof mk, "mkdir -p '%s'", dir);
@@ -311,8 +333,13 @@ static void show_lab(const char *labdir, const char *dir, const char *detail, ch
         step_rec *s = find(&r, st->id, 0);
         int hints = rl_hints_used_get(&u, st->id);
         char state[512], score[32], changed[256] = "", todo[512] = "";
-        if (s)
-            changed_files(s->files, files, changed, sizeof changed);
+        if (s) {
+            char now[FILES_LEN];
+            snprintf(now, sizeof now, "%s", files);
+            if (!strstr(s->files, "answers.txt:"))
+                drop_answers(now);
+            changed_files(s->files, now, changed, sizeof changed);
+        }
         if (!s) {
             snprintf(score, sizeof score, "-");
             snprintf(state, sizeof state, "not graded yet");

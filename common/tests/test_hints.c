@@ -438,11 +438,12 @@ START_TEST(test_progress_records_and_goes_stale)
     snprintf(cmd, sizeof cmd, "%s/build/results-28_ddp.json", d);
     ck_assert_int_eq(system((snprintf(out, sizeof out, "mkdir -p %s/build", d), out)), 0);
     FILE *f = fopen(cmd, "w");
-    fputs("{\"score\": 6, \"max_score\": 9, \"tests\": ["
+    fputs("{\"score\": 8, \"max_score\": 11, \"tests\": ["
           "{\"name\": \"28.1 ring: a\", \"number\": \"28.1\", \"score\": 3, \"max_score\": 3, \"output\": \"OK\"},"
           "{\"name\": \"28.1 ring: b\", \"number\": \"28.1\", \"score\": 0, \"max_score\": 2, "
           "\"output\": \"rank 1 holds 7 where 9 is expected\"},"
           "{\"name\": \"28.2 buckets: c\", \"number\": \"28.2\", \"score\": 4, \"max_score\": 4, \"output\": \"OK\"},"
+          "{\"name\": \"28.5 scaling: answers: h1\", \"number\": \"28.5\", \"score\": 2, \"max_score\": 2},"
           "{\"name\": \"28.2: 2 hints shown\", \"number\": \"28.2\", \"score\": -1, \"max_score\": 0}]}", f);
     fclose(f);
     /* nothing recorded yet: every step waits, 28.1 first */
@@ -458,18 +459,25 @@ START_TEST(test_progress_records_and_goes_stale)
     ck_assert_int_eq(progress(d, cmd, out, sizeof out), 0);
     ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
     ck_assert_msg(strstr(out, "3/5") && strstr(out, "2 points to find") && strstr(out, "3/4") &&
-                      strstr(out, "3/4  2/4   1 point to find") && rl_test_count(out, "not graded yet") == 3 &&
-                      strstr(out, "graded so far") && strstr(out, "6/9") &&
+                      strstr(out, "3/4  2/4   1 point to find") && rl_test_count(out, "not graded yet") == 2 &&
+                      strstr(out, "graded so far") && strstr(out, "8/11") &&
                       strstr(out, "Next: step 28.1: 3 of 5 points — make grade LAB=28 STEP=28.1 says what fails; "
                                   "stuck? make hint LAB=28 STEP=28.1 (0 of 4 seen)"),
                   "the record of a grade (28.1 3/5, 28.2 4/4 less a hint's point):\n%s", out);
     ck_assert_int_eq(progress(d, "--dir build/progress --step 28.1", out, sizeof out), 0);
     ck_assert_msg(strstr(out, "✗  0/2  28.1 ring: b") && strstr(out, "rank 1 holds 7 where 9 is expected") &&
                       strstr(out, "✓  3/3") && !strstr(out, "28.2"), "the step in detail:\n%s", out);
+    /* answers.txt changed: only the step with answers tests goes stale */
+    snprintf(cmd, sizeof cmd, "echo 'h1_total_mb = 3' >> %s/labs/28_ddp/answers.txt", d);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(rl_test_count(out, "stale:") == 1 && strstr(out, "stale: answers.txt changed since its grade") &&
+                      strstr(out, "2 points to find"), "after answers.txt changed:\n%s", out);
     snprintf(cmd, sizeof cmd, "echo '/* saved */' >> %s/labs/28_ddp/ddp.c", d);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
     ck_assert_msg(rl_test_count(out, "stale: ddp.c changed since its grade") == 2 &&
+                      strstr(out, "stale: answers.txt, ddp.c changed since its grade") &&
                       strstr(out, "Next: step 28.1: regrade it (ddp.c changed)"), "after a save:\n%s", out);
     /* a regrade of one step leaves the others' records as they were */
     snprintf(cmd, sizeof cmd, "%s/build/one.json", d);
@@ -478,7 +486,7 @@ START_TEST(test_progress_records_and_goes_stale)
     fclose(f);
     ck_assert_int_eq(progress(d, "--record labs/28_ddp build/one.json --dir build/progress", out, sizeof out), 0);
     ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
-    ck_assert_msg(strstr(out, "5/5") && strstr(out, "full marks (") && rl_test_count(out, "stale:") == 1 &&
+    ck_assert_msg(strstr(out, "5/5") && strstr(out, "full marks (") && rl_test_count(out, "stale:") == 2 &&
                       strstr(out, "Next: step 28.2: regrade it"), "after 28.1 regraded:\n%s", out);
     /* a results file that is not one records nothing */
     f = fopen(cmd, "w");

@@ -66,6 +66,8 @@ static void print_buckets(const ddp_run_config *cfg, int n, const rl_link *link,
             *last = rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n, (double)bk->bytes, link);
             *ideal = (b ? *ideal : 0) + *last;
         }
+    } else {
+        printf("  (no bucket plan: %s)\n", rl_last_error(ctx));
     }
     ddp_plan_free(&plan);
     free(d);
@@ -229,9 +231,16 @@ int main(int argc, char **argv)
         if (cfg.opts.nfaults)
             fprintf(stderr, "the run stopped (%s) on the fault injected with --fault: see the report above\n",
                     rl_status_name(rc));
-        else
+        else {
             fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=28\n",
                     rl_status_name(rc));
+            if (me <= 0) { /* the bucket plan needs only 28.2: show it all the same */
+                double ideal, last;
+                printf("Your bucket plan of this model (step 28.2; cap %g MiB, first bucket %g MiB):\n",
+                       cfg.bucket_cap_mb, cfg.first_bucket_mb);
+                print_buckets(&cfg, cfg.opts.ranks, &hw->intra, &ideal, &last);
+            }
+        }
         return rl_exit_status(rc);
     }
     if (me > 0) { /* one process per rank: rank 0 prints the summary */
