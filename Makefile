@@ -564,7 +564,7 @@ help:
 	@echo "  make progress     every lab and step: last grade, hints shown, stale or not, what to do next"
 	@echo "  make watch LAB=28 [STEP=28.1]   regrade each time you save the lab, on one screen"
 	@echo "  make learner ID=you@uni.edu         who your answers are from: your hand-derivation numbers come from it"
-	@echo "  make questions LAB=29                your numbers for the lab's hand derivations"
+	@echo "  make questions LAB=29                your numbers for the lab's hand derivations, and the interview options with your letters"
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
 	@echo "  make autograder [LAB=28]   Gradescope autograder zips (one per lab, one for the course): build/autograder/"
