@@ -699,7 +699,7 @@ static void child_main(const rl_grade_test *t, FILE *cap, const char *dir, int w
         rl_grade_fail(__FILE__, __LINE__, "the grader could not seal its watch: %s", strerror(errno));
     char err[256];
     int no_files = 0;
-    rl_sandbox_keep keep = { __executable_start, _end, WATCH_FD };
+    rl_sandbox_keep keep = { .image_lo = __executable_start, .image_hi = _end, .fd = WATCH_FD };
     if (chdir(dir) || rl_sandbox_enter(".", &keep, &no_files, err, sizeof err))
         rl_grade_fail(__FILE__, __LINE__, "the grader could not confine the test's process (%s): it grades only "
                       "inside its sandbox (Linux with seccomp)", chdir(dir) ? strerror(errno) : err);

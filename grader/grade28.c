@@ -3183,7 +3183,7 @@ END_TEST
 
 /* This learner's numbers for the hand derivations (rl_grade_learner_pick). */
 typedef struct h_numbers {
-    int h1_n, h2_n, h3_node, h3_cluster, h4_gpus, h6_n;
+    int h1_n, h2_n, h3_node, h3_cluster, h3_pct, h4_gpus, h6_n, h6_pct;
     double h1_mb, h3_params, h4_speedup, h5_fast_ms, h5_slow_ms, h6_mib;
 } h_numbers;
 
@@ -3193,6 +3193,7 @@ static h_numbers my_numbers(void)
     static const double p3[] = { 1.3e9, 3e9, 13e9, 34e9 }, node3[] = { 4, 8, 16 }, cl3[] = { 512, 2048 };
     static const double sp4[] = { 180, 260, 330, 410 }, g4[] = { 512, 1024 }, f5[] = { 15, 20, 30 },
                         s5[] = { 45, 80, 95 }, mib6[] = { 10, 50, 100 }, n6[] = { 2, 8 };
+    static const double pct3[] = { 90, 95, 96, 99 }, pct6[] = { 50, 75, 90 };
     h_numbers n;
     n.h1_n = (int)rl_grade_learner_pick("28/H1/n", n1, 4);
     n.h1_mb = rl_grade_learner_pick("28/H1/mb", mb1, 4);
@@ -3200,12 +3201,14 @@ static h_numbers my_numbers(void)
     n.h3_params = rl_grade_learner_pick("28/H3/params", p3, 4);
     n.h3_node = (int)rl_grade_learner_pick("28/H3/node", node3, 3);
     n.h3_cluster = (int)rl_grade_learner_pick("28/H3/cluster", cl3, 2);
+    n.h3_pct = (int)rl_grade_learner_pick("28/H3/pct", pct3, 4);
     n.h4_speedup = rl_grade_learner_pick("28/H4/speedup", sp4, 4);
     n.h4_gpus = (int)rl_grade_learner_pick("28/H4/gpus", g4, 2);
     n.h5_fast_ms = rl_grade_learner_pick("28/H5/fast", f5, 3);
     n.h5_slow_ms = rl_grade_learner_pick("28/H5/slow", s5, 3);
     n.h6_mib = rl_grade_learner_pick("28/H6/mib", mib6, 3);
     n.h6_n = (int)rl_grade_learner_pick("28/H6/n", n6, 2);
+    n.h6_pct = (int)rl_grade_learner_pick("28/H6/pct", pct6, 3);
     return n;
 }
 
@@ -3215,13 +3218,13 @@ static void questions28(FILE *out)
     h_numbers n = my_numbers();
     fprintf(out, "  H1: ring all-reduce on N = %d GPUs of a %g MB gradient buffer.\n", n.h1_n, n.h1_mb);
     fprintf(out, "  H2: one all-reduce on %d GPUs.\n", n.h2_n);
-    fprintf(out, "  H3: a model of %g·10⁹ parameters, bf16 gradients, on %d GPUs and on %d GPUs.\n",
-            n.h3_params / 1e9, n.h3_node, n.h3_cluster);
+    fprintf(out, "  H3: a model of %g·10⁹ parameters, bf16 gradients, on %d GPUs and on %d GPUs; percentage %d%%.\n",
+            n.h3_params / 1e9, n.h3_node, n.h3_cluster, n.h3_pct);
     fprintf(out, "  H4: a job runs %gx faster on %d GPUs than on one.\n", n.h4_speedup, n.h4_gpus);
     fprintf(out, "  H5: every rank but one finishes its compute in %g ms, the straggler in %g ms.\n", n.h5_fast_ms,
             n.h5_slow_ms);
-    fprintf(out, "  H6: one %g MiB bucket, ring all-reduce on %d GPUs of h100-nvlink and of a100-pcie.\n",
-            n.h6_mib, n.h6_n);
+    fprintf(out, "  H6: one %g MiB bucket, ring all-reduce on %d GPUs of h100-nvlink and of a100-pcie; busbw target %d%%.\n",
+            n.h6_mib, n.h6_n, n.h6_pct);
 }
 
 /* H1: bytes per GPU in the reduce-scatter and in the whole all-reduce (MB). */
@@ -3230,6 +3233,7 @@ START_TEST(t_ans_traffic)
     h_numbers n = my_numbers();
     CHECK_NUM("h1_reduce_scatter_mb", rl_ring_bytes_per_rank(RL_COLL_REDUCE_SCATTER, n.h1_n, n.h1_mb * 1e6) / 1e6, 0.01);
     CHECK_NUM("h1_total_mb", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h1_n, n.h1_mb * 1e6) / 1e6, 0.01);
+    CHECK_NUM("h1_step_mb", n.h1_mb / n.h1_n, 0.01); /* one chunk per ring step */
 }
 END_TEST
 
@@ -3244,6 +3248,10 @@ START_TEST(t_ans_latency)
     ck_assert(rl_calc_coll(&in, &tree, NULL, 0) == 0);
     CHECK_NUM("h2_ring_steps", ring.latency_steps, 0.001);
     CHECK_NUM("h2_tree_steps", tree.latency_steps, 0.001);
+    /* the size below which the tree's α-β time beats the ring's on the InfiniBand link:
+     * 2(N-1)α + 2(N-1)/N·S/bw = 2·log2(N)·α + 2S/bw  ⇔  S = N·bw·α·(N - 1 - log2 N) */
+    const rl_link *ib = &rl_hw_find("h100-2node-ib")->inter;
+    CHECK_NUM("h2_tree_below_gb", n.h2_n * ib->bw * ib->alpha * (n.h2_n - 1 - log2(n.h2_n)) / 1e9, 0.01);
 }
 END_TEST
 
@@ -3254,6 +3262,8 @@ START_TEST(t_ans_7b)
     double bytes = 2 * n.h3_params;
     CHECK_NUM("h3_gb_node", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h3_node, bytes) / 1e9, 0.01);
     CHECK_NUM("h3_gb_cluster", rl_ring_bytes_per_rank(RL_COLL_ALL_REDUCE, n.h3_cluster, bytes) / 1e9, 0.005);
+    /* the fewest GPUs at which each sends at least pct% of twice the gradients: 2(N-1)/N >= 2·pct/100 */
+    CHECK_NUM("h3_gpus_for_pct", (100 + (100 - n.h3_pct) - 1) / (100 - n.h3_pct), 0.001);
 }
 END_TEST
 
@@ -3275,6 +3285,10 @@ START_TEST(t_ans_bucket_time)
               1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n.h6_n, S, &rl_hw_find("h100-nvlink")->intra), 0.02);
     CHECK_NUM("h6_a100pcie_us",
               1e6 * rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, n.h6_n, S, &rl_hw_find("a100-pcie")->intra), 0.02);
+    /* the bucket at which h100-nvlink's busbw reaches pct% of the link: busbw/bw = x/(2(N-1)α + x) with
+     * x = 2(N-1)/N·S/bw, so S = pct/(100-pct)·α·N·bw */
+    const rl_link *nv = &rl_hw_find("h100-nvlink")->intra;
+    CHECK_NUM("h6_mb_at_pct", n.h6_pct / (100.0 - n.h6_pct) * nv->alpha * n.h6_n * nv->bw / 1e6, 0.01);
 }
 END_TEST
 

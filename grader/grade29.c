@@ -2698,7 +2698,7 @@ static rl_calc_zero_out zero_calc(double psi, int n)
  * the link its FSDP traffic crosses. */
 typedef struct h_numbers {
     double h1_psi;
-    int h1_n;
+    int h1_n, h1_pct;
     double h2_mem_gb;
     int h2_n;
     double h3_psi;
@@ -2708,13 +2708,15 @@ typedef struct h_numbers {
 
 static h_numbers my_numbers(void)
 {
-    static const double psi1[] = { 1.3e9, 2.7e9, 6.7e9, 13e9, 30e9, 65e9 }, n1[] = { 4, 8, 16, 32, 64 };
+    static const double psi1[] = { 1.3e9, 2.7e9, 6.7e9, 13e9, 30e9, 65e9 }, n1[] = { 4, 8, 16, 32, 64 },
+                        pct1[] = { 5, 10, 20, 25 };
     static const double mem2[] = { 24, 40, 48, 80, 96 }, n2[] = { 8, 16, 32, 128, 512 };
     static const double psi3[] = { 13e9, 34e9, 70e9, 180e9 }, link3[] = { 0, 1, 2 };
     static const char *const links[] = { "h100-nvlink", "h100-2node-ib", "a100-pcie" };
     h_numbers h;
     h.h1_psi = rl_grade_learner_pick("29/H1/psi", psi1, 6);
     h.h1_n = (int)rl_grade_learner_pick("29/H1/n", n1, 5);
+    h.h1_pct = (int)rl_grade_learner_pick("29/H1/pct", pct1, 4);
     h.h2_mem_gb = rl_grade_learner_pick("29/H2/memory", mem2, 5);
     h.h2_n = (int)rl_grade_learner_pick("29/H2/n", n2, 5);
     h.h3_psi = rl_grade_learner_pick("29/H3/psi", psi3, 4);
@@ -2736,7 +2738,8 @@ static void questions29(FILE *out)
 {
     h_numbers h = my_numbers();
     const rl_link *l = h3_link(&h);
-    fprintf(out, "  H1: a model of %g·10⁹ parameters (Ψ = %g) on %d GPUs, K = 12.\n", h.h1_psi / 1e9, h.h1_psi, h.h1_n);
+    fprintf(out, "  H1: a model of %g·10⁹ parameters (Ψ = %g) on %d GPUs, K = 12; within %d%% of the floor.\n",
+            h.h1_psi / 1e9, h.h1_psi, h.h1_n, h.h1_pct);
     fprintf(out, "  H2: each GPU has %g GB for model states; %d GPUs of data parallelism, K = 12.\n", h.h2_mem_gb,
             h.h2_n);
     fprintf(out, "  H3: a model of %g·10⁹ parameters in bf16; the traffic crosses %s at %g GB/s each way.\n",
@@ -2753,6 +2756,9 @@ START_TEST(t_ans_model)
     CHECK_NUM("h1_zero2_gb", z.bytes[RL_CALC_ZERO2] / 1e9, 0.005);
     CHECK_NUM("h1_zero3_gb", z.bytes[RL_CALC_ZERO3] / 1e9, 0.005);
     CHECK_NUM("h1_zero1_gib", z.bytes[RL_CALC_ZERO1] / 1073741824.0, 0.005);
+    /* ZeRO-1 tends to 4Ψ (the bf16 parameters and gradients) as the GPUs grow; the fewest GPUs
+     * with 4Ψ + 12Ψ/n within pct% of it: 12/n <= 4·pct/100  ⇔  n >= 300/pct */
+    CHECK_NUM("h1_gpus_near_floor", (300 + h.h1_pct - 1) / h.h1_pct, 0.001);
 }
 END_TEST
 

@@ -1340,6 +1340,10 @@ START_TEST(t_ans_tp)
     ck_assert(rl_calc_tp(&in, &o, NULL, 0) == 0);
     CHECK_NUM("h1_fwd_elems", o.fwd_elems, 0.01);
     CHECK_NUM("h1_layer_gb", o.layer_bytes / 1e9, 0.01);
+    /* the longest s whose layer traffic (forward + backward, large-t count) stays within 1 GB */
+    in.s = 1;
+    ck_assert(rl_calc_tp(&in, &o, NULL, 0) == 0);
+    CHECK_NUM("h1_max_s", floor(1e9 / o.layer_bytes), 0.001);
 }
 END_TEST
 
@@ -2127,6 +2131,15 @@ START_TEST(t_ans_act)
     ck_assert(rl_calc_activation(&in, &osp, NULL, 0) == 0);
     CHECK_NUM("h4_tp_gb", o.per_layer / 1e9, 0.01);
     CHECK_NUM("h4_tp_sp_gb", osp.per_layer / 1e9, 0.01);
+    /* the longest s for which one layer with TP + SP stays within 1 GB: sbh/t·(34 + 5as/h) grows
+     * with s², so bisect on the whole numbers */
+    double lo = 0, hi = 1e7;
+    while (hi - lo > 1) {
+        in.s = floor((lo + hi) / 2);
+        ck_assert(rl_calc_activation(&in, &osp, NULL, 0) == 0);
+        *(osp.per_layer <= 1e9 ? &lo : &hi) = in.s;
+    }
+    CHECK_NUM("h4_max_s_sp", lo, 0.001);
 }
 END_TEST
 
@@ -3267,6 +3280,9 @@ START_TEST(t_ans_bubble)
     CHECK_NUM("h3_naive", formula(RL_CALC_SCHED_NAIVE, n.h3_p, n.h3_m, 1), 0.01);
     CHECK_NUM("h3_1f1b", formula(RL_CALC_SCHED_1F1B, n.h3_p, n.h3_m, 1), 0.01);
     CHECK_NUM("h3_interleaved", formula(RL_CALC_SCHED_INTERLEAVED, n.h3_p, n.h3_m, n.h3_v), 0.01);
+    /* the fewest micro-batches for which 1F1B's bubble is at most 5% of the total time:
+     * (p-1)/(m+p-1) <= 1/20  ⇔  m >= 19(p-1) */
+    CHECK_NUM("h3_min_m", 19 * (n.h3_p - 1), 0.001);
 }
 END_TEST
 

@@ -4131,7 +4131,7 @@ END_TEST
 typedef struct h_numbers {
     double h1_psi;
     int h1_tp, h1_pp, h1_dp;
-    double h2_tokens, h2_cf, h2_hidden;
+    double h2_tokens, h2_cf, h2_hidden, h2_hot;
     int h2_experts, h2_topk;
     double h3_hits[8];
 } h_numbers;
@@ -4141,7 +4141,7 @@ static h_numbers my_numbers(void)
     static const double psi[] = { 30e9, 70e9, 175e9, 405e9 }, tp[] = { 4, 8 }, pp[] = { 4, 8, 16 },
                         dp[] = { 4, 8, 16, 32 };
     static const double tok[] = { 2048, 4096, 8192 }, ex[] = { 8, 16, 64 }, k[] = { 1, 2, 4 }, cf[] = { 1.0, 1.25, 1.5 },
-                        hid[] = { 2048, 4096, 7168 };
+                        hid[] = { 2048, 4096, 7168 }, hot64[] = { 12, 20, 28 };
     static const double cold[] = { 450, 520, 610, 700, 880, 890, 910, 950, 1020, 1100 }, hot[] = { 2400, 3200, 4100 },
                         pos[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
     h_numbers n;
@@ -4154,6 +4154,8 @@ static h_numbers my_numbers(void)
     n.h2_topk = (int)rl_grade_learner_pick("31/H2/k", k, 3);
     n.h2_cf = rl_grade_learner_pick("31/H2/cf", cf, 3);
     n.h2_hidden = rl_grade_learner_pick("31/H2/h", hid, 3);
+    /* the busiest expert's copies: 12/64, 20/64 or 28/64 of the T·k routed copies (above 1/E for every E) */
+    n.h2_hot = n.h2_tokens * n.h2_topk * rl_grade_learner_pick("31/H2/hot", hot64, 3) / 64;
     int at = (int)rl_grade_learner_pick("31/H3/hot", pos, 8);
     for (int i = 0; i < 8; i++) {
         char q[32];
@@ -4169,8 +4171,9 @@ static void questions31(FILE *out)
     h_numbers n = my_numbers();
     fprintf(out, "  H1: a model of %g·10⁹ parameters on TP%d × PP%d × DP%d, K = 12.\n", n.h1_psi / 1e9, n.h1_tp,
             n.h1_pp, n.h1_dp);
-    fprintf(out, "  H2: T = %g tokens, E = %d experts, top-%d, capacity factor %g, h = %g, bf16.\n", n.h2_tokens,
-            n.h2_experts, n.h2_topk, n.h2_cf, n.h2_hidden);
+    fprintf(out, "  H2: T = %g tokens, E = %d experts, top-%d, capacity factor %g, h = %g, bf16; the busiest expert "
+                 "gets %g of the routed token copies.\n", n.h2_tokens, n.h2_experts, n.h2_topk, n.h2_cf, n.h2_hidden,
+            n.h2_hot);
     fprintf(out, "  H3: expert hits [");
     for (int i = 0; i < 8; i++)
         fprintf(out, i ? ", %g" : "%g", n.h3_hits[i]);
@@ -4187,6 +4190,9 @@ START_TEST(t_ans_memory)
     CHECK_NUM("h1_params_per_gpu", per_gpu, 0.005);
     CHECK_NUM("h1_zero1_gb", zo.bytes[RL_CALC_ZERO1] / 1e9, 0.005);
     CHECK_NUM("h1_zero3_gb", zo.bytes[RL_CALC_ZERO3] / 1e9, 0.005);
+    /* the largest model (10⁹ parameters) this layout trains with ZeRO-1 over DP in 80 GB per GPU:
+     * Ψ/(tp·pp)·(2 + 2 + K/dp) <= 80 GB */
+    CHECK_NUM("h1_max_zero1_b", 80e9 * n.h1_tp * n.h1_pp / (4 + 12.0 / n.h1_dp) / 1e9, 0.005);
 }
 END_TEST
 
@@ -4200,6 +4206,9 @@ START_TEST(t_ans_moe)
     CHECK_NUM("h2_capacity", mo.capacity, 0.001);
     CHECK_NUM("h2_dispatch_bytes_per_token", mo.dispatch_bytes / mi.tokens, 0.005);
     CHECK_NUM("h2_total_bytes_per_token", mo.per_token_bytes, 0.005);
+    /* the smallest capacity factor that drops none of the busiest expert's copies:
+     * C·T·k/E >= hot  ⇔  C >= hot·E/(T·k) */
+    CHECK_NUM("h2_min_cf", n.h2_hot * n.h2_experts / (n.h2_tokens * n.h2_topk), 0.005);
 }
 END_TEST
 

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -72,6 +74,28 @@ static int confine_files(const char *scratch_dir, char *err, size_t errlen)
     }
     close(rs);
     return rc;
+}
+
+/* Without Landlock: /proc read-only in a mount namespace of this process's own, so that no
+ * /proc/<pid>/mem opens for writing (a file on a read-only mount does not). Needs root or
+ * unprivileged user namespaces (then the process must have one thread). Returns 0 or -1. */
+static int readonly_proc(void)
+{
+    if (unshare(CLONE_NEWNS) && unshare(CLONE_NEWUSER | CLONE_NEWNS))
+        return -1;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+        return -1;
+    /* a remount keeps the flags a user namespace may not clear */
+    struct statvfs sv;
+    if (statvfs("/proc", &sv))
+        return -1;
+    static const unsigned long flags[][2] = { { ST_NOSUID, MS_NOSUID },     { ST_NODEV, MS_NODEV },
+                                              { ST_NOEXEC, MS_NOEXEC },     { ST_NOATIME, MS_NOATIME },
+                                              { ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME } };
+    unsigned long keep = 0;
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        keep |= sv.f_flag & flags[i][0] ? flags[i][1] : 0;
+    return mount(NULL, "/proc", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL);
 }
 
 /* The 4 GiB window an address lies in (the filter compares a call's address with it). */
@@ -173,9 +197,11 @@ int rl_sandbox_enter(const char *scratch_dir, const rl_sandbox_keep *keep, int *
         snprintf(err, errlen, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
         return -1;
     }
-    int files = confine_files(scratch_dir, err, errlen);
+    int files = keep && keep->without_landlock ? 1 : confine_files(scratch_dir, err, errlen);
     if (files < 0)
         return -1;
     *no_files = files == 1;
+    if (files == 1 && readonly_proc())
+        *no_files = 2;
     return confine_calls(keep, err, errlen);
 }

@@ -16,12 +16,14 @@
 typedef struct rl_sandbox_keep {
     const void *image_lo, *image_hi;
     int fd;
+    int without_landlock; /* tests: confine as on a kernel without Landlock */
 } rl_sandbox_keep;
 
 /* Confines this process: files to scratch_dir (its cwd), then the system calls above and
- * keep's (NULL: none). Returns 0, or -1 with the reason in err; *no_files is set to 1 when
- * the kernel has no Landlock (files are then limited only by the user's permissions, and the
- * process can write its own memory through /proc/self/mem). */
+ * keep's (NULL: none). Returns 0, or -1 with the reason in err. *no_files is 0 with Landlock;
+ * 1 when the kernel has none: files are then limited only by the user's permissions, but /proc
+ * is read-only in a mount namespace of the process's own (no /proc/self/mem to write its own
+ * code through); 2 when that could not be set up either (no root, no user namespaces). */
 int rl_sandbox_enter(const char *scratch_dir, const rl_sandbox_keep *keep, int *no_files, char *err, size_t errlen);
 
 #endif

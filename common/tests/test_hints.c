@@ -3,6 +3,7 @@
  * handouts and skeletons state contracts, not recipes (the recipes are the last rungs); `ringlab
  * progress` records each grade and says when a step's files changed since. */
 #include <check.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,74 @@ START_TEST(test_interview_options_balanced)
 }
 END_TEST
 
+/* t lower-cased, every ASCII character but letters and digits a space, spaces single, and a
+ * space at each end (so " w1 w2 " finds whole words); returns t. */
+static char *words_of(char *t)
+{
+    char *w = t;
+    for (const char *r = t; *r; r++)
+        if ((unsigned char)*r >= 0x80 || isalnum((unsigned char)*r))
+            *w++ = (char)tolower((unsigned char)*r);
+        else if (w == t || w[-1] != ' ')
+            *w++ = ' ';
+    if (w == t || w[-1] != ' ')
+        *w++ = ' ';
+    *w = 0;
+    return t;
+}
+
+/* Issue: no interview option restates a sentence of its handout: no run of 6 words of an option
+ * is found in the handout outside its interview questions. */
+START_TEST(test_interview_options_not_in_handout)
+{
+    static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
+    char bad[4096] = "";
+    int windows = 0;
+    for (int l = 0; l < 4; l++) {
+        char path[128];
+        snprintf(path, sizeof path, "labs/%s/README.md", labs[l]);
+        iq q;
+        iq_read(path, &q);
+        long len;
+        char *t = rl_test_slurp(path, &len), *sec = strstr(t, "## Interview questions"), *end = strstr(sec + 3, "\n## ");
+        ck_assert_ptr_nonnull(sec);
+        memmove(sec, end ? end : "", strlen(end ? end : "") + 1); /* the handout without its questions */
+        char *body = malloc(strlen(t) + 3);
+        sprintf(body, " %s", t);
+        words_of(body);
+        for (int i = 0; i < q.n; i++)
+            for (int o = 0; o < 4; o++) {
+                char *opt = malloc(strlen(q.opt[i][o]) + 3);
+                sprintf(opt, " %s", q.opt[i][o]);
+                words_of(opt);
+                /* every window of 6 words: from each word start, to the end of the 6th word */
+                for (char *w = opt; w[1]; w = strchr(w + 1, ' ')) {
+                    char *e = w;
+                    int k = 0;
+                    while (k < 6 && (e = strchr(e + 1, ' ')))
+                        k++;
+                    if (k < 6)
+                        break;
+                    char save = e[1];
+                    e[1] = 0;
+                    windows++;
+                    if (strstr(body, w) && strlen(bad) < sizeof bad - 300)
+                        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "\n  %s I%d option %d: '%s'", labs[l],
+                                 i + 1, o + 1, w);
+                    e[1] = save;
+                }
+                free(opt);
+                free(q.opt[i][o]);
+            }
+        free(body);
+        free(t);
+    }
+    ck_assert_msg(!bad[0], "interview options restate the handout (rephrase the option so it asks the learner to "
+                  "reason, not to recognise a sentence):%s", bad);
+    ck_assert_int_ge(windows, 200);
+}
+END_TEST
+
 /* Runs `ringlab progress ARGS` in the folder d; returns the exit status, output in out. */
 static int progress(const char *d, const char *args, char *out, size_t size)
 {
@@ -511,6 +580,7 @@ Suite *hints_suite(void)
     tcase_add_test(tc, test_progress_records_and_goes_stale);
     tcase_add_test(tc, test_grader_quotes_hold);
     tcase_add_test(tc, test_interview_options_balanced);
+    tcase_add_test(tc, test_interview_options_not_in_handout);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -32,7 +32,8 @@ static void probe(FILE *out, const char *name, int ok, const char *what)
     fprintf(out, "%s %s%s%s%s\n", name, ok ? "ok" : "WRONG", ok ? "" : " (", ok ? "" : what, ok ? "" : ")");
 }
 
-START_TEST(test_sandbox_refuses_and_allows)
+/* The sandbox with Landlock as the kernel has it (1), or as if it had none (0). */
+static void sandbox_probes(int landlock)
 {
     char dir[] = "/tmp/rl_sandbox_XXXXXX", outpath[128];
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -43,7 +44,7 @@ START_TEST(test_sandbox_refuses_and_allows)
         FILE *out = fopen(outpath, "w");
         char err[256];
         int no_files = 0;
-        if (!out || chdir(dir) || rl_sandbox_enter(".", NULL, &no_files, err, sizeof err)) {
+        if (!out || chdir(dir) || rl_sandbox_enter(".", &(rl_sandbox_keep){ .fd = -1, .without_landlock = !landlock }, &no_files, err, sizeof err)) {
             if (out)
                 fprintf(out, "enter WRONG (%s)\n", err);
             _exit(3);
@@ -74,8 +75,13 @@ START_TEST(test_sandbox_refuses_and_allows)
         if (!no_files) {
             probe(out, "file-outside-read", open("/etc/hostname", O_RDONLY) < 0, "allowed");
             probe(out, "file-outside-write", open("../rl_sandbox_escape", O_WRONLY | O_CREAT, 0600) < 0, "allowed");
-            probe(out, "proc-self-mem", open("/proc/self/mem", O_RDWR) < 0, "allowed");
         }
+        if (no_files < 2) { /* Landlock, or else a read-only /proc */
+            probe(out, "proc-self-mem", open("/proc/self/mem", O_RDWR) < 0, "allowed");
+            probe(out, "proc-pid-mem", open("/proc/thread-self/mem", O_WRONLY) < 0, "allowed");
+            probe(out, "proc-maps-read", open("/proc/self/maps", O_RDONLY) >= 0, strerror(errno));
+        }
+        fprintf(out, "proc %s\n", no_files == 2 ? "writable" : "guarded");
         _exit(0);
     }
     int st;
@@ -86,12 +92,28 @@ START_TEST(test_sandbox_refuses_and_allows)
                   text ? text : "");
     ck_assert_msg(!strstr(text, "WRONG"), "the sandbox let through or refused the wrong things:\n%s", text);
     ck_assert_msg(strstr(text, "socket ok") && strstr(text, "file-inside ok"), "probes missing:\n%s", text);
-    if (getenv("CI") && strstr(text, "landlock absent"))
+    if ((getenv("CI") || !getuid()) && strstr(text, "proc writable")) /* root can always mount */
+        ck_abort_msg("neither Landlock nor a read-only /proc: the graders' children could write their own code "
+                     "through /proc/self/mem:\n%s", text);
+    if (landlock && getenv("CI") && strstr(text, "landlock absent"))
         ck_abort_msg("this kernel has no Landlock: the graders' children may open files outside their folder");
     free(text);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s %s /tmp/rl_sandbox_escape", dir, outpath);
     ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_sandbox_refuses_and_allows)
+{
+    sandbox_probes(1);
+}
+END_TEST
+
+/* Issue: without Landlock a child could write its own code through /proc/self/mem; /proc is
+ * then read-only in the child's own mount namespace. */
+START_TEST(test_sandbox_without_landlock_guards_proc)
+{
+    sandbox_probes(0);
 }
 END_TEST
 
@@ -116,7 +138,7 @@ START_TEST(test_sandbox_keeps_the_sealed_page_and_the_watch)
         char err[256];
         int no_files = 0;
         rl_api_watch(NULL, NULL, wp[1]);
-        rl_sandbox_keep keep = { __executable_start, _end, wp[1] };
+        rl_sandbox_keep keep = { .image_lo = __executable_start, .image_hi = _end, .fd = wp[1] };
         if (!out || rl_api_watch_seal() || mprotect(sealed, sizeof sealed, PROT_READ) || chdir(dir) ||
             rl_sandbox_enter(".", &keep, &no_files, err, sizeof err)) {
             if (out)
@@ -180,6 +202,7 @@ Suite *sandbox_suite(void)
     Suite *s = suite_create("sandbox");
     TCase *tc = tcase_create("sandbox");
     tcase_add_test(tc, test_sandbox_refuses_and_allows);
+    tcase_add_test(tc, test_sandbox_without_landlock_guards_proc);
     tcase_add_test(tc, test_sandbox_keeps_the_sealed_page_and_the_watch);
     suite_add_tcase(s, tc);
     return s;
