@@ -20,12 +20,12 @@
 #define ZERO_GIB 1073741824.0   /* bytes in one GiB (binary, 2^30) */
 #define ZERO_DEFAULT_K 12.0     /* optimizer bytes per parameter: fp32 master + m + v */
 
-/* What is sharded across the data-parallel ranks. */
+/* How the data-parallel ranks share the model states (the ZeRO paper's and FSDP's names). */
 typedef enum {
-    ZERO_DDP = 0,   /* nothing (PyTorch DDP, FSDP NO_SHARD) */
-    ZERO_STAGE1,    /* optimizer state (P_os) */
-    ZERO_STAGE2,    /* + gradients (P_os+g, FSDP SHARD_GRAD_OP) */
-    ZERO_STAGE3,    /* + parameters (P_os+g+p, FSDP FULL_SHARD) */
+    ZERO_DDP = 0,   /* PyTorch DDP, FSDP NO_SHARD */
+    ZERO_STAGE1,    /* DeepSpeed stage 1 (P_os) */
+    ZERO_STAGE2,    /* DeepSpeed stage 2 (P_os+g), FSDP SHARD_GRAD_OP */
+    ZERO_STAGE3,    /* DeepSpeed stage 3 (P_os+g+p), FSDP FULL_SHARD */
     ZERO_HSDP,      /* FULL_SHARD inside a group of ranks, replicated across groups (HYBRID_SHARD) */
     ZERO_NSTAGES
 } zero_stage;
@@ -48,7 +48,7 @@ typedef struct zero_mem {
  * ranks with K optimizer bytes per parameter (k <= 0 means 12; any k > 0, also one below 1,
  * is K as it is) under `stage`: bf16 parameters (2 bytes each), bf16 gradients (2) and
  * optimizer state (K), each category held whole by every rank or split evenly over the ranks
- * that share it, as the stage shards it (zero_stage above; hsdp: FULL_SHARD inside groups of
+ * that share it, as the stage's definition shards it (hsdp: FULL_SHARD inside groups of
  * G = `group` ranks, and the group must divide n; ignored by the other stages). Exact
  * figures: not rounded, not padded.
  * ctx (may be NULL) receives error messages. Returns 0, or RL_ERR_ARG for psi < 0, a NaN or

@@ -107,11 +107,12 @@ int tp_attn_init(tp_attn *a, rl_comm *tp, int heads, const rl_tensor *wq, const 
                  const rl_tensor *wv, const rl_tensor *wo)
 {
     rl_ctx *ctx = tp ? rl_comm_ctx(tp) : NULL;
-    /* TODO(30.2): the contract is README.md, step 30.2. In short: rank r keeps whole heads, the
-     * r-th group of a/t: wq, wk, wv [h, h/t] (dims "h,h/t") their columns side by side, wo [h/t, h]
-     * (dims "h/t,h") the matching rows, under RL_MEM_PARAM; and the fields ctx, tp, t, rank, heads,
-     * local_heads, h, head_dim. Refuse heads not divisible by t (RL_ERR_ARG, a message naming a and
-     * t) and h not divisible by heads. Stuck: make hint LAB=30 STEP=30.2 */
+    /* TODO(30.2): the contract is README.md, step 30.2. In short: rank r computes whole heads, the
+     * r-th group of a/t; wq, wk, wv [h, h/t] (dims "h,h/t") and wo [h/t, h] (dims "h/t,h") hold,
+     * under RL_MEM_PARAM, exactly the part of each dense weight those heads use, in head order;
+     * and the fields ctx, tp, t, rank, heads, local_heads, h, head_dim. Refuse heads not divisible
+     * by t (RL_ERR_ARG, a message naming a and t) and h not divisible by heads.
+     * Stuck: make hint LAB=30 STEP=30.2 */
     (void)a, (void)heads, (void)wq, (void)wk, (void)wv, (void)wo;
     return rl_error(ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.2 (tensor-parallel attention) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");

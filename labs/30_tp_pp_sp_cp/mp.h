@@ -65,10 +65,10 @@ void tp_mlp_free(tp_mlp *m);
 
 /* ================================================================== 30.2 TP attention */
 
-/* Multi-head causal self-attention with the heads split across the TP ranks: Wq, Wk, Wv
- * [h, h] split by columns (rank r keeps whole heads, the r-th group of a/t consecutive ones,
- * side by side: dims "h,h/t"), the output projection Wo [h, h] split by rows to match (dims
- * "h/t,h"); one all-reduce after it. */
+/* Multi-head causal self-attention with the heads split across the TP ranks: rank r computes
+ * whole heads, the r-th group of a/t consecutive ones, and keeps of the dense Wq, Wk, Wv, Wo
+ * [h, h] exactly the part those heads use, in head order (dims "h,h/t" for wq, wk, wv; "h/t,h"
+ * for wo); one all-reduce after the output projection. */
 typedef struct tp_attn {
     rl_ctx *ctx;
     rl_comm *tp;                /* the tensor-parallel group (as tp_mlp's: maybe one of several) */
