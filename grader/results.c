@@ -2,13 +2,16 @@
  * from their printed output, which a lab's code could add lines to).
  *
  *   results [--out FILE.json] [--dir DIR] [--meta KEY=VALUE]... LAB=RESULTS.json ...
+ *   results --submitters submission_metadata.json
  *
  * Reads each lab's Gradescope-format results (grade --json), prints one line per lab and
  * the total ("Score: X/Y"), and writes the whole course as one Gradescope results file
  * (--out; --meta adds KEY: VALUE to its extra_data, e.g. the grader's commit) and/or each
  * lab's file as DIR/results-LAB.json (--dir). A results file that is
  * missing or malformed counts 0 of nothing and fails the run: its grader did not finish.
- * Exit status 0 when every lab has full marks, 1 otherwise, 2 on bad usage or output. */
+ * Exit status 0 when every lab has full marks, 1 otherwise, 2 on bad usage or output.
+ * --submitters prints the owners of a Gradescope submission, one per line: the email, a tab and
+ * the student id ("" when none) of each of its "users"; exit 1 when it names none. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +59,31 @@ static json_t *load(const char *lab, const char *path)
     return j;
 }
 
+/* results --submitters FILE: the submission's owners, from Gradescope's metadata. */
+static int submitters(const char *path)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e), *users = json_object_get(j, "users"), *u;
+    size_t i, n = 0;
+    json_array_foreach(users, i, u)
+    {
+        const char *email = json_string_value(json_object_get(u, "email")), *sid = json_string_value(json_object_get(u, "sid"));
+        if (email && *email && !strpbrk(email, "\t\n")) {
+            printf("%s\t%s\n", email, sid && !strpbrk(sid, "\t\n") ? sid : "");
+            n++;
+        }
+    }
+    if (!n)
+        fprintf(stderr, "results: %s names no submitter (%s)\n", path, j ? "no users[].email" : e.text);
+    json_decref(j);
+    return n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *dir = NULL;
+    if (argc == 3 && !strcmp(argv[1], "--submitters"))
+        return submitters(argv[2]);
     json_t *meta = json_object();
     int first = 1;
     for (; first < argc && argv[first][0] == '-'; first++) {

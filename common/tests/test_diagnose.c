@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "diagnose.h"
@@ -290,6 +291,38 @@ static void rec_add(rl_diag_flight *fl, int rank, const char *comm, int64_t seq,
         fl->nranks = rank + 1;
 }
 
+/* Lab 31's `--part diagnose` diagnoses its own run's flight records: with --trace FILE it
+ * writes FILE.flight.json and names the hung rank; when the run fails and leaves no records
+ * (a folder that does not exist) it says so and exits 1, never reading an earlier dump. */
+START_TEST(test_lab31_diagnose_reads_its_own_dump)
+{
+    char dir[] = "/tmp/rl_diag31_XXXXXX", cmd[1024], dump[256];
+    static char out[1 << 16];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(dump, sizeof dump, "%s/t.json.flight.json", dir);
+    FILE *f = fopen(dump, "w"); /* an earlier run's dump, which names another rank */
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"records\": []}\n", f);
+    fclose(f);
+    static const char *const traces[] = { "%s/t.json", "%s/missing/t.json" };
+    for (int k = 0; k < 2; k++) {
+        char trace[256];
+        snprintf(trace, sizeof trace, traces[k], dir);
+        snprintf(cmd, sizeof cmd, "%s/solutions/31_3d_moe_debug/run --ranks 4 --part diagnose "
+                 "--fault hang:rank=2:seq=7 --timeout 0.5 --trace %s 2>&1", rl_test_build(), trace);
+        int st = rl_test_run_cmd(cmd, out, sizeof out);
+        if (k == 0)
+            ck_assert_msg(st == 0 && strstr(out, "diagnose(): hang at seq 7 on world: rank 2 never called"),
+                          "%s: exit %d\n%s", cmd, st, out);
+        else
+            ck_assert_msg(st != 0 && strstr(out, "left no flight records to diagnose") && !strstr(out, "diagnose():"),
+                          "%s: exit %d\n%s", cmd, st, out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* Two sub-communicators of 2 ranks, "world/4.0" (ranks 0, 1) and "world/4.5" (ranks 2, 3):
  * on A a hang at seq 3 (rank 1 missing) first enqueued at ta, on B at seq 2 either a hang
  * (rank 3 missing) or a dtype mismatch by rank 3, first enqueued at tb. Records reversed
@@ -399,6 +432,7 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_nan_fault_run);
     tcase_add_test(tc, test_rules_across_comms);
     tcase_add_test(tc, test_rules_rolled_and_p2p);
+    tcase_add_test(tc, test_lab31_diagnose_reads_its_own_dump);
     suite_add_tcase(s, tc);
     return s;
 }

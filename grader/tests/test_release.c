@@ -101,6 +101,39 @@ static void check_autograder(const char *dir)
     autograde(ag, &score, &max, seed2, sizeof seed2, first, sizeof first);
     ck_assert_msg(score == max && !strcmp(seed, seed2), "a regrade of the same files: %lld/%lld, seed %s then %s", score,
                   max, seed, seed2);
+    /* Gradescope's submission_metadata.json: the hand derivations are graded with the owner's
+     * id — answers.txt's when it names one of the owners (a group), else the first owner's,
+     * and the results say so; an "email" inside an earlier submission's output is not an owner */
+    static const char *const meta_fmt =
+        "{\"id\": 123456, \"created_at\": \"2026-12-01T14:22:32.365935-07:00\",\n"
+        " \"assignment\": {\"due_date\": \"2026-12-31T23:00:00.000000-07:00\", \"group_size\": 2, "
+        "\"group_submission\": true, \"id\": 25828, \"course_id\": 1234, \"late_due_date\": null, "
+        "\"release_date\": \"2026-11-02T00:00:00.000000-07:00\", \"title\": \"Lab 28\", \"total_points\": \"165.0\"},\n"
+        " \"previous_submissions\": [{\"submission_time\": \"2026-11-30T10:00:00-07:00\", \"score\": 0.0, "
+        "\"results\": {\"tests\": [{\"output\": \"\\\"email\\\": \\\"mallory@uni.example\\\"\"}]}}],\n"
+        " \"submission_method\": \"upload\",\n \"users\": [%s]}\n";
+    static const struct {
+        const char *users;
+        int full;
+    } owners[] = { { "{\"email\": \"someone.else@uni.example\", \"id\": 1, \"name\": \"S. Else\", \"sid\": \"S1\"}", 0 },
+                   { "{\"email\": \"partner@uni.example\", \"id\": 2, \"name\": \"P\"}, "
+                     "{\"email\": \"reference@ringlab.example\", \"id\": 3, \"name\": \"R\"}", 1 } };
+    for (int o = 0; o < 2; o++) {
+        snprintf(cmd, sizeof cmd, "%s/submission_metadata.json", ag);
+        FILE *mf = fopen(cmd, "w");
+        ck_assert_ptr_nonnull(mf);
+        fprintf(mf, meta_fmt, owners[o].users);
+        fclose(mf);
+        autograde(ag, &score, &max, seed2, sizeof seed2, first, sizeof first);
+        snprintf(cmd, sizeof cmd, "grep -q \"but this submission is someone.else@uni.example's\" %s/results/results.json "
+                 "%s/results/grading.log", ag, ag);
+        int said = system(cmd) == 0;
+        ck_assert_msg(owners[o].full ? score == max && !said : score < max && score >= max - 20 && said,
+                      "the solution's answers (learner = reference@ringlab.example) graded for the owners %s: "
+                      "%lld/%lld%s", owners[o].users, score, max, said ? ", the mismatch named" : "");
+    }
+    snprintf(cmd, sizeof cmd, "%s/submission_metadata.json", ag);
+    unlink(cmd);
     snprintf(cmd, sizeof cmd, "rm %s/submission/answers.txt && cp grader/tests/attacks/28_ddp/exit_interposed.c "
              "%s/submission/ddp.c", ag, ag);
     ck_assert_int_eq(system(cmd), 0);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lab31.h"
 #include "moe.h"
 #include "tui.h"
@@ -278,9 +279,12 @@ static int part_diagnose(const args *a)
 {
     fault_run_config fc = fault_run_config_default();
     fc.opts = a->opts;
-    char path[] = "/tmp/rl31_diagnose.json";
-    if (!fc.opts.trace_path)
+    char path[96], dump[300], err[256];
+    snprintf(path, sizeof path, "%s/rl31_diagnose.%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getuid());
+    if (!fc.opts.trace_path) /* --trace FILE, else one file per user in the temp folder */
         fc.opts.trace_path = path;
+    snprintf(dump, sizeof dump, "%s.flight.json", fc.opts.trace_path);
+    unlink(dump); /* never diagnose the records of an earlier run */
     if (fc.opts.timeout_s > 2)
         fc.opts.timeout_s = 1.0;
     fault_run_log log;
@@ -288,11 +292,15 @@ static int part_diagnose(const args *a)
     if (rc)
         return 1;
     printf("fault run on %d ranks: %s\n", fc.opts.ranks, rl_status_name(log.status));
-    char dump[300], err[256];
-    snprintf(dump, sizeof dump, "%s.flight.json", fc.opts.trace_path);
     rl_diag_flight fl;
     memset(&fl, 0, sizeof fl);
-    if (log.status && rl_diag_flight_load(dump, &fl, err, sizeof err) == 0) {
+    if (log.status && rl_diag_flight_load(dump, &fl, err, sizeof err)) {
+        fprintf(stderr, "the fault run failed (%s) but left no flight records to diagnose: %s\n",
+                rl_status_name(log.status), err);
+        free(log.norms);
+        return 1;
+    }
+    if (log.status) {
         diag_result d;
         int r = diagnose(&fl, &d);
         printf("diagnose(): %s\n", r ? rl_last_error(NULL) : d.message);
