@@ -3079,6 +3079,8 @@ static void check_sweep_rows(const ddp_sweep_config *sc, const ddp_sweep_table *
 /* Runs a row's configuration again and checks the row holds what that run measures. */
 static void rerun_row(const ddp_sweep_config *sc, const ddp_sweep_row *row)
 {
+    if (row->ranks < 1 || row->ranks > sc->max_ranks)
+        return; /* not a row of this sweep (one that failed): the checks above say so */
     ddp_run_config rc = sc->base;
     rc.opts.ranks = row->ranks;
     rc.bucket_cap_mb = row->bucket_cap_mb;

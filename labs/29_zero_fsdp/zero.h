@@ -23,9 +23,9 @@
 /* How the data-parallel ranks share the model states (the ZeRO paper's and FSDP's names). */
 typedef enum {
     ZERO_DDP = 0,   /* PyTorch DDP, FSDP NO_SHARD */
-    ZERO_STAGE1,    /* DeepSpeed stage 1 (P_os) */
-    ZERO_STAGE2,    /* DeepSpeed stage 2 (P_os+g), FSDP SHARD_GRAD_OP */
-    ZERO_STAGE3,    /* DeepSpeed stage 3 (P_os+g+p), FSDP FULL_SHARD */
+    ZERO_STAGE1,    /* DeepSpeed ZeRO stage 1 */
+    ZERO_STAGE2,    /* DeepSpeed ZeRO stage 2, FSDP SHARD_GRAD_OP */
+    ZERO_STAGE3,    /* DeepSpeed ZeRO stage 3, FSDP FULL_SHARD */
     ZERO_HSDP,      /* FULL_SHARD inside a group of ranks, replicated across groups (HYBRID_SHARD) */
     ZERO_NSTAGES
 } zero_stage;
