@@ -4,15 +4,14 @@
  * profile each rank sits on, and a warning when a TP group crosses a node.
  *
  * Rank order (RL_MESH_ORDER_TP_CP_DP_PP, the default: Megatron-LM's default order string
- * "tp-cp-ep-dp-pp") — innermost (fastest) first:
- *     rank = tp + TP·(cp + CP·(dp + DP·pp)),   dp = ep + EP·edp
+ * "tp-cp-ep-dp-pp") — innermost (fastest-changing coordinate) first: tp, cp, dp, pp; inside
+ * dp, ep changes before edp.
  * TP (2 all-reduces per layer forward and backward, latency bound) on consecutive ranks, so
  * on one node; then CP (K/V ring every layer); then DP (one gradient reduction per step,
  * overlapped); PP outermost (one activation per micro-batch, point to point: the traffic that
  * best tolerates the links between nodes, so a pipeline stage is a block of whole nodes).
- * RL_MESH_ORDER_TP_CP_PP_DP swaps the two outer ones (rank = tp + TP·(cp + CP·(pp + PP·dp))):
- * DP outermost, a data-parallel replica is a block of whole nodes; it is the layout
- * `ringlab calc plan` assumes.
+ * RL_MESH_ORDER_TP_CP_PP_DP swaps the two outer ones (pp changes before dp): DP outermost, a
+ * data-parallel replica is a block of whole nodes; it is the layout `ringlab calc plan` assumes.
  * EP: Megatron carves the expert-parallel group out of the data-parallel ranks: EP divides
  * DP, an EP group is EP consecutive DP indices (same tp, cp, pp), and the "expert data
  * parallel" group (EDP = DP/EP ranks holding the same experts) reduces expert gradients.
@@ -42,7 +41,7 @@ typedef struct rl_mesh_shape {
     rl_mesh_order order;
 } rl_mesh_shape;
 
-/* One rank's coordinates (dp = ep + EP·edp). */
+/* One rank's coordinates (dp combines ep and edp). */
 typedef struct rl_mesh_coord {
     int tp, cp, pp, dp, ep, edp;
 } rl_mesh_coord;

@@ -1133,8 +1133,8 @@ static void td_check(const td_shape *sh, int what)
             double ratio = td_ratio(got, g0, c->psi);
             const char *why = "";
             if (fabs(ratio - sh->dp) < 0.01 * sh->dp && sh->dp > 1)
-                why = "that factor is dp: the sum over DP, not the mean (lab31.h: \"mean over DP: RL_SUM then ÷dp, or "
-                      "RL_AVG\")";
+                why = "that factor is dp: the sum over DP, not the mean (lab31.h: \"the mean over DP of "
+                      "e->flat_grad\")";
             else if (fabs(ratio - 1.0 / sh->dp) < 0.01 / sh->dp && sh->dp > 1)
                 why = "that factor is 1/dp: divided by dp twice (RL_AVG already takes the mean)";
             else if (fabs(ratio) < 1e-6)
@@ -1231,8 +1231,8 @@ static void td_check(const td_shape *sh, int what)
                               "%s: step %d, rank %d made %d reduce-scatter(s) and %d all-gather(s) of its whole flat "
                               "vector (%lld f32 = %.0f bytes) on its DP group, and %d collectives there in all; ZeRO-1 "
                               "is one reduce-scatter of the gradients and one all-gather of the updated pieces per "
-                              "step on e->comms.dp (lab31.h: \"reduce-scatter e->flat_grad (mean over DP: ... ), AdamW "
-                              "on this DP rank's piece, all-gather the updated pieces\")", st, s, r, rs, ag,
+                              "step on e->comms.dp (lab31.h: \"one reduce-scatter and one all-gather of the whole "
+                              "padded vector per\")", st, s, r, rs, ag,
                               (long long)res->padded[r], full, all);
                 for (size_t k = 0; k < t->n; k++) {
                     const rl_trace_event *e = &t->ev[k];

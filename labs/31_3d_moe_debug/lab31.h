@@ -140,11 +140,11 @@ int td_p2p(td_engine *e, rl_comm *pp, const rl_pp_op *send, const rl_pp_op *recv
  * send and receive of the step before ZeRO-1 begins (a neighbouring stage waits for that
  * output). *loss (may be NULL) gets the mean micro-batch loss on the last stage, 0 elsewhere. */
 int td_train_step(td_engine *e, int64_t step, float *loss);
-/* YOURS: ZeRO-1 over the DP group: reduce-scatter e->flat_grad (mean over DP: RL_SUM then ÷dp,
- * or RL_AVG), AdamW on this DP rank's piece, all-gather the updated pieces into e->flat_param —
- * one reduce-scatter and one all-gather of the whole padded vector per step, nothing else on
- * that group. Afterwards every DP rank holds the same e->flat_param; e->step counts the
- * optimizer steps (AdamW counts from 1). */
+/* YOURS: ZeRO-1's optimizer step over the DP group (lab 29's stage 1, on this engine).
+ * Afterwards every DP rank holds in e->flat_param the parameters of one AdamW step on the mean
+ * over DP of e->flat_grad, and the Adam state (exp_avg, exp_avg_sq) of its own piece only;
+ * the DP group carries one reduce-scatter and one all-gather of the whole padded vector per
+ * step, nothing else; e->step counts the optimizer steps (AdamW counts from 1). */
 int td_zero1_update(td_engine *e);
 
 /* Writes this rank's parameters in the ONE-RANK model's registration order into full (Ψ
