@@ -310,6 +310,11 @@ $(2)/objcheck.ok: $(3) $(OBJCHECK) grader/allow/common.txt grader/allow/$(1).txt
 	@$(OBJCHECK) --rules grader/allow/common.txt --rules grader/allow/$(1).txt --source $(3) \
 	  --preprocessed $(2)/objcheck.i $(2)/objcheck.o
 	@touch $$@
+# what a grade binary links: the checked text itself (objcheck.i), compiled with the build's flags
+$(BUILD)/obj/$(2)/checked.o: $(2)/objcheck.ok
+	@mkdir -p $$(dir $$@)
+	@echo "  CC    $(2)/objcheck.i"
+	@$$(CC) $$(CFLAGS) -c $(2)/objcheck.i -o $$@
 endef
 
 # $(1) lab, $(2) output dir, $(3) sources (main.c included)
@@ -320,12 +325,12 @@ $(2)/run: $(call obj,$(3)) $(TUI_LIB) $(LIB)
 	@$$(CC) $$(CFLAGS) $(call obj,$(3)) $$(TUI_LIB) $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) -o $$@
 LAB_RUN_BINS += $(2)/run
 ifneq ($(call lab_grader,$(1)),)
-$(2)/grade: $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $(TUI_LIB) $(LIB) $(2)/objcheck.ok
+$(2)/grade: $(call checked_objs,$(1),$(filter-out %/main.c,$(3)),$(2)) $(TUI_LIB) $(LIB) $(2)/objcheck.ok
 	@mkdir -p $$(dir $$@)
 	@echo "  LINK  $$@"
 	@sh grader/pad.sh $$@.pad.o $$(CC)
-	@sh grader/shuffle.sh $$@.shuffle.ld $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) $$(LIB)
-	@$$(CC) $$(CFLAGS) $(call grade_objs,$(1),$(filter-out %/main.c,$(3))) $$(TUI_LIB) \
+	@sh grader/shuffle.sh $$@.shuffle.ld $(call checked_objs,$(1),$(filter-out %/main.c,$(3)),$(2)) $$(TUI_LIB) $$(LIB)
+	@$$(CC) $$(CFLAGS) $(call checked_objs,$(1),$(filter-out %/main.c,$(3)),$(2)) $$(TUI_LIB) \
 	  $$(LIB) $$(LDLIBS) $$(NCURSES_LIBS) $$(GRADE_LIBS) $$@.pad.o -Wl,-T,$$@.shuffle.ld -o $$@
 LAB_GRADE_BINS += $(2)/grade
 endif
@@ -338,9 +343,12 @@ endef
 # in a random order, also afresh at each link (grader/shuffle.sh; objects are built with
 # -ffunction-sections).
 learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
-grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call obj,grader/learner_end.c \
-  $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/sandbox.c grader/rules.c \
-  $(BUILD)/gen/rules-$(1).c $(call lab_grader,$(1)))
+grade_rest  = $(call obj,grader/learner_end.c $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c \
+  grader/sandbox.c grader/rules.c $(BUILD)/gen/rules-$(1).c $(call lab_grader,$(1)))
+grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call grade_rest,$(1),$(2))
+# ... and with the lab file as the object check saw it (its preprocessed text, output dir $(3)):
+# no macro of the build's own (__OPTIMIZE__, _FORTIFY_SOURCE ...) can add code the check did not see
+checked_objs = $(BUILD)/obj/$(3)/checked.learner.o $(call grade_rest,$(1),$(2))
 # the lab's rules (grader/allow/), built into its grade binaries: the judge holds what the code under
 # test called at run time against them
 $(BUILD)/gen/rules-%.c: grader/allow/common.txt grader/allow/%.txt

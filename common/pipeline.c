@@ -737,3 +737,203 @@ int rl_pp_bubble_from_trace(const rl_trace *t, int step, rl_pp_trace_stats *out,
             out->stage_bubble[s] /= nst[s];
     return RL_OK;
 }
+
+/* ------------------------------------------------------------------ tick table */
+
+#define SAY(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+
+/* Index of (virtual stage, mb) in the per-op done-tick arrays. */
+#define TICK_AT(vs, mb) ((size_t)(vs) * (size_t)s->m + (size_t)(mb))
+
+int rl_pp_ticks(const rl_pp_schedule *s, int **tick, int *nticks, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!s || !tick || !nticks || s->p < 1 || s->m < 1 || s->v < 1)
+        FAIL("rl_pp_ticks: a schedule of p, m, v >= 1 and somewhere to put the ticks are needed");
+    int p = s->p, V = s->p * s->v;
+    size_t cells = (size_t)V * (size_t)s->m, total = 0;
+    int *done[3], *next = calloc((size_t)p, sizeof(int)); /* F, B, W: the tick each ran in, -1 before */
+    for (int k = 0; k < 3; k++)
+        done[k] = malloc(cells * sizeof(int));
+    if (!next || !done[0] || !done[1] || !done[2]) {
+        free(next), free(done[0]), free(done[1]), free(done[2]);
+        FAIL("out of memory");
+    }
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < cells; i++)
+            done[k][i] = -1;
+    for (int r = 0; r < p; r++)
+        total += (size_t)s->nops[r];
+    int rc = RL_OK, T = 0;
+    for (size_t ran = 0; ran < total; T++) {
+        size_t before = ran;
+        for (int r = 0; r < p && rc == RL_OK; r++) {
+            if (next[r] >= s->nops[r])
+                continue;
+            const rl_pp_op *op = &s->ops[r][next[r]];
+            int vs = op->chunk * p + r, k = op->kind == 'F' ? 0 : op->kind == 'B' ? 1 : 2;
+            if (op->mb < 0 || op->mb >= s->m || op->chunk < 0 || op->chunk >= s->v || (op->kind != 'F' &&
+                op->kind != 'B' && op->kind != 'W')) {
+                SAY("stage %d, op %d: %c%d.%d is not an op of this schedule", r, next[r],
+                         op->kind, op->mb, op->chunk);
+                rc = RL_ERR_ARG;
+                break;
+            }
+            /* what it waits for ran in an earlier tick: an op takes one tick, a message none */
+#define BEFORE(kk, v2) (done[kk][TICK_AT(v2, op->mb)] >= 0 && done[kk][TICK_AT(v2, op->mb)] < T)
+            int ready = k == 0 ? vs == 0 || BEFORE(0, vs - 1)
+                      : k == 1 ? BEFORE(0, vs) && (vs == V - 1 || BEFORE(1, vs + 1))
+                               : BEFORE(1, vs);
+#undef BEFORE
+            if (ready) {
+                done[k][TICK_AT(vs, op->mb)] = T;
+                tick[r][next[r]++] = T;
+                ran++;
+            }
+        }
+        if (rc != RL_OK)
+            break;
+        if (ran == before) {
+            SAY("the schedule deadlocks at tick %d: no stage's next op has its input", T);
+            rc = RL_ERR_ARG;
+            break;
+        }
+    }
+    *nticks = T;
+    free(next), free(done[0]), free(done[1]), free(done[2]);
+    return rc;
+}
+#undef TICK_AT
+
+int rl_pp_print_ticks(const rl_pp_schedule *s, FILE *out, char *err, size_t errlen)
+{
+    if (!s || !out)
+        FAIL("rl_pp_print_ticks: a schedule and a stream are needed");
+    int **tick = calloc((size_t)s->p, sizeof *tick), n = 0, rc = tick ? RL_OK : RL_ERR_NOMEM;
+    for (int r = 0; rc == RL_OK && r < s->p; r++)
+        if (!(tick[r] = malloc(((size_t)s->nops[r] + 1) * sizeof(int))))
+            rc = RL_ERR_NOMEM;
+    if (rc == RL_OK)
+        rc = rl_pp_ticks(s, tick, &n, err, errlen);
+    else
+        SAY("out of memory");
+    int *at = rc == RL_OK ? calloc((size_t)s->p, sizeof(int)) : NULL;
+    for (int T = -1; at && T < n; T++) { /* T = -1: the header */
+        char line[16 * RL_PP_MAX_STAGES + 16];
+        int k = T < 0 ? snprintf(line, sizeof line, "tick") : snprintf(line, sizeof line, "%4d", T);
+        for (int r = 0; r < s->p && r < RL_PP_MAX_STAGES; r++) {
+            char cell[24] = ".";
+            if (T < 0)
+                snprintf(cell, sizeof cell, "stage%d", r);
+            else if (at[r] < s->nops[r] && tick[r][at[r]] == T) {
+                const rl_pp_op *op = &s->ops[r][at[r]++];
+                if (s->v > 1)
+                    snprintf(cell, sizeof cell, "%c%d.%d", op->kind, op->mb, op->chunk);
+                else
+                    snprintf(cell, sizeof cell, "%c%d", op->kind, op->mb);
+            }
+            k += snprintf(line + k, sizeof line - (size_t)k, "  %-7s", cell);
+        }
+        while (k > 0 && line[k - 1] == ' ')
+            k--;
+        fprintf(out, "%.*s\n", k, line);
+    }
+    free(at);
+    for (int r = 0; tick && r < s->p; r++)
+        free(tick[r]);
+    free(tick);
+    return rc;
+}
+
+/* One op of a trace: its first event's start, and what it is. */
+typedef struct trace_op {
+    double t;
+    int stage;
+    rl_pp_op op;
+} trace_op;
+
+static int cmp_trace_op(const void *pa, const void *pb)
+{
+    const trace_op *a = pa, *b = pb;
+    if (a->stage != b->stage)
+        return a->stage - b->stage;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+rl_pp_schedule *rl_pp_schedule_from_trace(const rl_trace *t, int step, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!t) {
+        SAY("rl_pp_schedule_from_trace: no trace");
+        return NULL;
+    }
+    /* the ops of the lowest rank of each stage (DP replicas run the same list), deduplicated:
+     * a stage op may be several events with the same tags */
+    int rank_of[RL_PP_MAX_STAGES], p = 0, m = 0, v = 1, split_w = 0;
+    for (int k = 0; k < RL_PP_MAX_STAGES; k++)
+        rank_of[k] = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        int st = e->tags[RL_TAG_STAGE];
+        if (!is_op_event(e, step) || st >= RL_PP_MAX_STAGES || e->tags[RL_TAG_MICROBATCH] < 0)
+            continue;
+        if (rank_of[st] < 0 || e->rank < rank_of[st])
+            rank_of[st] = e->rank;
+        p = st + 1 > p ? st + 1 : p;
+        m = e->tags[RL_TAG_MICROBATCH] + 1 > m ? e->tags[RL_TAG_MICROBATCH] + 1 : m;
+        v = e->tags[RL_TAG_CHUNK] + 1 > v ? e->tags[RL_TAG_CHUNK] + 1 : v;
+        split_w |= e->phase == 'W';
+    }
+    trace_op *ops = malloc((t->n + 1) * sizeof *ops);
+    size_t n = 0;
+    for (size_t i = 0; ops && i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        int st = e->tags[RL_TAG_STAGE];
+        if (is_op_event(e, step) && st < RL_PP_MAX_STAGES && e->tags[RL_TAG_MICROBATCH] >= 0 && e->rank == rank_of[st])
+            ops[n++] = (trace_op){ e->vstart, st, { e->phase, e->tags[RL_TAG_MICROBATCH],
+                                                    e->tags[RL_TAG_CHUNK] > 0 ? e->tags[RL_TAG_CHUNK] : 0 } };
+    }
+    if (!ops || !p) {
+        SAY(ops ? "no pipeline ops in the trace%s: tag each op's compute with rl_pp_mark"
+                                  : "out of memory", step >= 0 ? " for this step" : "");
+        free(ops);
+        return NULL;
+    }
+    qsort(ops, n, sizeof *ops, cmp_trace_op);
+    rl_pp_schedule *s = rl_pp_schedule_empty(p, m, v, split_w, err, errlen);
+    unsigned char *seen = s ? calloc((size_t)p * (size_t)m * (size_t)v * 3, 1) : NULL;
+    for (size_t i = 0; seen && i < n; i++) {
+        const rl_pp_op *o = &ops[i].op;
+        size_t at = (((size_t)ops[i].stage * (size_t)v + (size_t)o->chunk) * (size_t)m + (size_t)o->mb) * 3 +
+                    (size_t)(o->kind == 'F' ? 0 : o->kind == 'B' ? 1 : 2);
+        if (!seen[at]++ && rl_pp_schedule_append(s, ops[i].stage, o->kind, o->mb, o->chunk) != RL_OK) {
+            SAY("out of memory");
+            break;
+        }
+    }
+    if (s && !seen) {
+        SAY("out of memory");
+        rl_pp_schedule_free(s);
+        s = NULL;
+    }
+    free(seen);
+    free(ops);
+    return s;
+}
+int rl_pp_print_trace_ticks(const rl_trace *t, FILE *out, char *err, size_t errlen)
+{
+    int step = -1; /* the first step with pipeline ops, or every event when none is tagged */
+    for (size_t i = 0; t && i < t->n; i++)
+        if (is_op_event(&t->ev[i], -1) && t->ev[i].tags[RL_TAG_STEP] >= 0 &&
+            (step < 0 || t->ev[i].tags[RL_TAG_STEP] < step))
+            step = t->ev[i].tags[RL_TAG_STEP];
+    rl_pp_schedule *s = rl_pp_schedule_from_trace(t, step, err, errlen);
+    if (!s)
+        return RL_ERR_ARG;
+    int rc = rl_pp_print_ticks(s, out, err, errlen);
+    rl_pp_schedule_free(s);
+    return rc;
+}
+#undef SAY

@@ -27,6 +27,7 @@
 #ifndef RL_PIPELINE_H
 #define RL_PIPELINE_H
 #include <stddef.h>
+#include <stdio.h>
 #include "trace.h"
 
 typedef struct rl_ctx rl_ctx;
@@ -126,5 +127,22 @@ typedef struct rl_pp_trace_stats {
  * in-flight per (mb, chunk) from its first F to its last B (or W when the rank has W
  * events), chunks counting 1/(chunks seen). RL_OK, or RL_ERR_ARG when nothing is tagged. */
 int rl_pp_bubble_from_trace(const rl_trace *t, int step, rl_pp_trace_stats *out, char *err, size_t errlen);
+
+/* The schedule as PyTorch's schedule dump shows it: every op takes one tick and a message
+ * none; at each tick every stage runs its next op when its input is there (F after the
+ * previous virtual stage's F, B after its own F and the next virtual stage's B, W after its
+ * B). tick[r][i] (caller's, [p][nops]) gets op i of stage r's tick, *nticks the ticks in all.
+ * RL_OK, or RL_ERR_ARG with the reason (a deadlock, an op outside p/m/v) in err. */
+int rl_pp_ticks(const rl_pp_schedule *s, int **tick, int *nticks, char *err, size_t errlen);
+/* Prints the tick table: one line per tick, one column per stage, "F3" (or "F3.1": micro-batch
+ * 3, chunk 1 when v > 1) or "." for a stage idle at that tick. RL_OK or an error as above. */
+int rl_pp_print_ticks(const rl_pp_schedule *s, FILE *out, char *err, size_t errlen);
+/* The schedule a run executed, read back from its trace (the lowest rank of each stage, its
+ * F/B/W ops in the order they began; step < 0: every step). NULL with a message in err when
+ * the trace has no tagged pipeline ops. */
+rl_pp_schedule *rl_pp_schedule_from_trace(const rl_trace *t, int step, char *err, size_t errlen);
+/* The tick table of the schedule a traced run executed in its first step with pipeline ops
+ * (rl_pp_schedule_from_trace, rl_pp_print_ticks). RL_OK, or an error with a message in err. */
+int rl_pp_print_trace_ticks(const rl_trace *t, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -261,6 +261,40 @@ static const char *banned_why(const char *w, size_t n, int in_attr)
 static const char *const private_headers[] = { "internal.h", "ops_internal.h", "apiwatch.h", "grade.h",
                                                "rules.h", "sandbox.h", "paste.h" };
 
+/* Refuses a conditional directive (#if, #ifdef, #elif ...) at d (its name) that tests a
+ * reserved name (__OPTIMIZE__, _FORTIFY_SOURCE, __has_include ...): those depend on how the
+ * file is compiled, and what is graded may not. */
+static void check_condition(const char *src, const char *d, long lineno)
+{
+    static const char *const conds[] = { "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef" };
+    size_t n = 0;
+    while (isalnum((unsigned char)d[n]) || d[n] == '_')
+        n++;
+    int cond = 0;
+    for (size_t i = 0; i < sizeof conds / sizeof conds[0]; i++)
+        cond |= strlen(conds[i]) == n && !strncmp(d, conds[i], n);
+    for (const char *p = d + n; cond && *p && *p != '\n';) {
+        if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            p = e ? e + 2 : p + strlen(p);
+            continue;
+        }
+        if (!(isalpha((unsigned char)*p) || *p == '_')) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (isalnum((unsigned char)*p) || *p == '_')
+            p++;
+        if (w[0] == '_' && (w[1] == '_' || isupper((unsigned char)w[1]))) {
+            refuse(src, "line %ld: #%.*s tests %.*s, a name the compiler or the C library defines: what is graded "
+                   "may not depend on how the file is compiled — remove the condition", lineno, (int)n, d,
+                   (int)(p - w), w);
+            return;
+        }
+    }
+}
+
 /* Refuses a #line directive or a line marker (# N "file" [flags]) in the lab file's own text,
  * however it is spelled (%: or ??= for #, comments or a spliced line between): one would pass
  * the lines after it off as another file's, which the checks below trust. */
@@ -336,6 +370,7 @@ static void check_line_directives(const char *src)
                        "or give them another file's name — remove it", lineno);
                 break;
             }
+            check_condition(src, t + r, lineno);
         } else {
             at_line_start = 0, r++;
         }

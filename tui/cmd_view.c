@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "pipeline.h"
 #include "render_text.h"
 #include "ringlab.h"
 #include "synth.h"
@@ -21,6 +22,9 @@ static void usage(FILE *f)
             "usage: ringlab view FILE                         the interactive viewer (needs a terminal)\n"
             "       ringlab view FILE --render VIEW --size WxH [--ascii]\n"
             "                                                 print one view as text and exit\n"
+            "       ringlab view FILE --ticks                 print the pipeline schedule the run executed\n"
+            "                                                 as a tick table (one op per tick, as PyTorch's\n"
+            "                                                 schedule dump; F3.1: micro-batch 3, chunk 1)\n"
             "       ringlab view --synth ddp|gpipe|1f1b --out FILE [--ranks N] [--microbatches M]\n"
             "                                                 write a synthetic trace to look at\n"
             "       ringlab view --demo [--steps N] [--delay-ms MS] [common options, e.g. --tui --trace FILE]\n"
@@ -270,7 +274,7 @@ static int demo(int argc, char **argv)
 int rl_cmd_view(int argc, char **argv)
 {
     const char *file = NULL, *render = NULL, *size = NULL, *synth = NULL, *out = NULL, *bench_file = NULL;
-    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8;
+    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8, ticks = 0;
     long long events = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -283,6 +287,8 @@ int rl_cmd_view(int argc, char **argv)
             utf8 = 0;
         } else if (strcmp(a, "--bench") == 0) {
             do_bench = 1;
+        } else if (strcmp(a, "--ticks") == 0) {
+            ticks = 1;
         } else if (next && strcmp(a, "--render") == 0) {
             render = argv[++i];
         } else if (next && strcmp(a, "--size") == 0) {
@@ -366,7 +372,12 @@ int rl_cmd_view(int argc, char **argv)
         return RL_EXIT_FAIL;
     }
     int rc;
-    if (render) {
+    if (ticks) {
+        rc = rl_pp_print_trace_ticks(t, stdout, err, sizeof err);
+        if (rc)
+            fprintf(stderr, "ringlab view --ticks: %s\n", err);
+        rc = rc ? RL_EXIT_FAIL : 0;
+    } else if (render) {
         rc = rl_tui_render_text(t, (rl_tui_view)view, size ? w : 120, size ? h : 40, utf8, stdout, err, sizeof err);
         if (rc)
             fprintf(stderr, "ringlab view: %s\n", err);

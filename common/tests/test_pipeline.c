@@ -4,6 +4,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "calc.h"
 #include "pipeline.h"
@@ -22,6 +23,98 @@ static double max_peak(const rl_pp_timeline *t)
         pk = fmax(pk, t->peak_inflight[r]);
     return pk;
 }
+
+/* The tick table (PyTorch's schedule dump: one tick per op, messages free): 1F1B and GPipe on
+ * p = 4, m = 8 take 2(m + p - 1) = 22 ticks, stage 0's first backward runs at tick 2p - 1; in
+ * every schedule each op's inputs ran at earlier ticks; the printed table of 1F1B starts as
+ * PyTorch's; a schedule read back from its simulated trace is the schedule; a deadlock and an
+ * empty trace are refused with a message. */
+START_TEST(test_tick_table)
+{
+    char err[256];
+    static const struct {
+        rl_pp_kind kind;
+        int p, m, v, ticks;
+    } cases[] = { { RL_PP_1F1B, 4, 8, 1, 22 }, { RL_PP_GPIPE, 4, 8, 1, 22 }, { RL_PP_INTERLEAVED, 4, 8, 2, -1 },
+                  { RL_PP_ZB_H1, 4, 8, 1, -1 }, { RL_PP_INTERLEAVED, 3, 6, 3, -1 } };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rl_pp_schedule *s = rl_pp_schedule_new(cases[c].kind, cases[c].p, cases[c].m, cases[c].v, err, sizeof err);
+        ck_assert_msg(s, "%s", err);
+        int *tick[8], n = 0;
+        for (int r = 0; r < s->p; r++)
+            tick[r] = malloc(sizeof(int) * (size_t)s->nops[r]);
+        ck_assert_msg(rl_pp_ticks(s, tick, &n, err, sizeof err) == RL_OK, "%s: %s", rl_pp_kind_name(cases[c].kind), err);
+        if (cases[c].ticks > 0)
+            ck_assert_int_eq(n, cases[c].ticks);
+        if (cases[c].kind == RL_PP_1F1B)
+            for (int i = 0; i < s->nops[0]; i++)
+                if (s->ops[0][i].kind == 'B' && s->ops[0][i].mb == 0)
+                    ck_assert_int_eq(tick[0][i], 2 * s->p - 1);
+        /* every input ran at an earlier tick (found by scanning the lists), one op per stage and tick */
+        for (int r = 0; r < s->p; r++)
+            for (int i = 0; i < s->nops[r]; i++) {
+                const rl_pp_op *o = &s->ops[r][i];
+                int vs = o->chunk * s->p + r, V = s->p * s->v;
+                ck_assert(i == 0 || tick[r][i] > tick[r][i - 1]);
+                for (int r2 = 0; r2 < s->p; r2++)
+                    for (int j = 0; j < s->nops[r2]; j++) {
+                        const rl_pp_op *q = &s->ops[r2][j];
+                        int vq = q->chunk * s->p + r2;
+                        int dep = q->mb == o->mb &&
+                                  ((o->kind == 'F' && q->kind == 'F' && vq == vs - 1) ||
+                                   (o->kind == 'B' && q->kind == 'F' && vq == vs) ||
+                                   (o->kind == 'B' && q->kind == 'B' && vq == vs + 1 && vs < V - 1) ||
+                                   (o->kind == 'W' && q->kind == 'B' && vq == vs));
+                        ck_assert_msg(!dep || tick[r2][j] < tick[r][i], "%s: %c%d.%d on stage %d at tick %d before its "
+                                      "input %c%d.%d on stage %d at tick %d", rl_pp_kind_name(cases[c].kind), o->kind,
+                                      o->mb, o->chunk, r, tick[r][i], q->kind, q->mb, q->chunk, r2, tick[r2][j]);
+                    }
+            }
+        /* the schedule read back from its own simulated trace */
+        rl_pp_costs costs = { 1, 2, s->split_w ? 1 : 0, 0 };
+        rl_pp_timeline *tl = rl_pp_simulate(s, &costs, err, sizeof err);
+        rl_trace *t = rl_trace_new(s->p);
+        ck_assert(tl && t && rl_pp_timeline_to_trace(s, tl, 0, t) == RL_OK);
+        rl_pp_schedule *back = rl_pp_schedule_from_trace(t, 0, err, sizeof err);
+        ck_assert_msg(back && back->p == s->p && back->m == s->m && back->v == s->v && back->split_w == s->split_w,
+                      "%s read back: %s", rl_pp_kind_name(cases[c].kind), back ? "other sizes" : err);
+        for (int r = 0; r < s->p; r++) {
+            char a[2048], b[2048];
+            ck_assert_str_eq(rl_pp_stage_string(back, r, b, sizeof b), rl_pp_stage_string(s, r, a, sizeof a));
+        }
+        if (cases[c].kind == RL_PP_1F1B) {
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&buf, &len);
+            ck_assert_int_eq(rl_pp_print_ticks(s, f, err, sizeof err), RL_OK);
+            fclose(f);
+            const char *head = "tick  stage0   stage1   stage2   stage3\n   0  F0       .        .        .\n"
+                               "   1  F1       F0       .        .\n";
+            ck_assert_msg(!strncmp(buf, head, strlen(head)) &&
+                          strstr(buf, "\n   7  B0       F3       B1       F2\n") && strstr(buf, "\n  21  B7       .        .        .\n"),
+                          "%s", buf);
+            free(buf);
+        }
+        rl_pp_schedule_free(back);
+        rl_trace_free(t);
+        rl_pp_timeline_free(tl);
+        for (int r = 0; r < s->p; r++)
+            free(tick[r]);
+        rl_pp_schedule_free(s);
+    }
+    /* stage 0 waits for a backward that waits for its forward: a deadlock */
+    rl_pp_schedule *d = rl_pp_schedule_empty(2, 1, 1, 0, err, sizeof err);
+    ck_assert(d && !rl_pp_schedule_append(d, 0, 'B', 0, 0) && !rl_pp_schedule_append(d, 0, 'F', 0, 0) &&
+              !rl_pp_schedule_append(d, 1, 'F', 0, 0) && !rl_pp_schedule_append(d, 1, 'B', 0, 0));
+    int *dt[2] = { malloc(2 * sizeof(int)), malloc(2 * sizeof(int)) }, n = 0;
+    ck_assert(rl_pp_ticks(d, dt, &n, err, sizeof err) == RL_ERR_ARG && strstr(err, "deadlocks at tick"));
+    free(dt[0]), free(dt[1]);
+    rl_pp_schedule_free(d);
+    rl_trace *empty = rl_trace_new(2);
+    ck_assert(!rl_pp_schedule_from_trace(empty, -1, err, sizeof err) && strstr(err, "no pipeline ops"));
+    rl_trace_free(empty);
+}
+END_TEST
 
 /* Simulated bubble and peak vs rl_calc_bubble; returns the number of cases. */
 static int check_formula(rl_pp_kind k, int p, int m, int v, rl_pp_costs c)
@@ -335,6 +428,7 @@ Suite *pipeline_suite(void)
     tcase_add_test(tc, test_p2p_cost);
     tcase_add_test(tc, test_bubble_from_synthetic_trace);
     tcase_add_test(tc, test_bubble_from_real_run);
+    tcase_add_test(tc, test_tick_table);
     suite_add_tcase(s, tc);
     return s;
 }

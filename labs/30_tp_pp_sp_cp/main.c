@@ -107,6 +107,10 @@ int main(int argc, char **argv)
                "replay with --trace FILE then make view TRACE=FILE, key 2):\n");
         if (rl_tui_render_text(tr, RL_VIEW_PIPELINE, 110, 2 * cfg.p + 12, 0, stdout, err, sizeof err))
             printf("(no pipeline chart: %s)\n", err);
+        printf("\nThe same schedule as a tick table (one op per tick, messages free, as PyTorch's schedule dump; "
+               "'.': the stage idles):\n");
+        if (rl_pp_print_trace_ticks(tr, stdout, err, sizeof err))
+            printf("(no tick table: %s)\n", err);
     }
     rl_trace_free(tr);
     int v = cfg.schedule == RL_PP_INTERLEAVED ? cfg.v : 1;

@@ -186,6 +186,11 @@ static int part_3d(const args *a)
     if (!rc && tr && !o.tui) {
         printf("\nTimeline of the last step (TP all-reduces, PP send/recv, ZeRO-1 reduce-scatter + all-gather):\n");
         rl_tui_print_step_chart(tr, t->steps - 1, 110, stdout);
+        char err[256];
+        printf("\nThe 1F1B schedule of the first step as a tick table (one op per tick; each stage's lowest "
+               "rank):\n");
+        if (rl_pp_print_trace_ticks(tr, stdout, err, sizeof err))
+            printf("(no tick table: %s)\n", err);
     }
     if (!rc) {
         rl_calc_bubble_in bi = { a->pp, a->m, 1, RL_CALC_SCHED_1F1B };

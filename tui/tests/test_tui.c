@@ -592,6 +592,21 @@ START_TEST(test_cli_render_and_refusals)
     out[k] = 0;
     pclose(p);
     ck_assert_has(out, "needs a terminal");
+    /* --ticks: a DDP trace has no pipeline to tabulate (exit 1, saying so); a 1F1B one its table */
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s --ticks 2>&1", rl_test_build(), path);
+    p = popen(cmd, "r");
+    k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+    ck_assert_has(out, "ringlab view --ticks: no pipeline ops in the trace");
+    snprintf(cmd, sizeof cmd, "%s/ringlab view --synth 1f1b --ranks 3 --microbatches 4 --out %s >/dev/null && "
+             "%s/ringlab view %s --ticks", rl_test_build(), path, rl_test_build(), path);
+    p = popen(cmd, "r");
+    k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_has(out, "tick  stage0   stage1   stage2\n   0  F0       .        .\n");
+    ck_assert_has(out, "\n  11  B3       .        .\n"); /* 2(m + p - 1) = 12 ticks */
     snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render bogus >/dev/null 2>&1", rl_test_build(), path);
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
     snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render mesh --size 0x3 >/dev/null 2>&1", rl_test_build(), path);
