@@ -60,7 +60,13 @@ int rl_diag_flight_load(const char *path, rl_diag_flight *fl, char *err, size_t 
             json_decref(root);
             FAIL(RL_ERR_ARG, "%s: entry %zu of \"ranks\" lacks \"rank\" or \"records\"", path, i);
         }
-        int rank = (int)json_integer_value(jr);
+        json_int_t jrank = json_integer_value(jr);
+        if (jrank < 0 || jrank >= RL_DIAG_MAX_RANKS) {
+            json_decref(root);
+            FAIL(RL_ERR_ARG, "%s: entry %zu of \"ranks\" is rank %lld, outside 0..%d", path, i, (long long)jrank,
+                 RL_DIAG_MAX_RANKS - 1);
+        }
+        int rank = (int)jrank;
         if (rank + 1 > fl->nranks)
             fl->nranks = rank + 1;
         size_t j;
@@ -89,10 +95,21 @@ int rl_diag_flight_load(const char *path, rl_diag_flight *fl, char *err, size_t 
                 json_decref(root);
                 FAIL(RL_ERR_ARG, "%s: rank %d record %zu lacks seq, op or comm", path, rank, j);
             }
+            if (d->seq < -1) {
+                json_decref(root);
+                FAIL(RL_ERR_ARG, "%s: rank %d record %zu has seq %lld (a collective's seq is 0 or more, a "
+                     "send/recv's -1)", path, rank, j, (long long)d->seq);
+            }
         }
     }
     json_decref(root);
     return RL_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int same_call(const rl_diag_rec *a, const rl_diag_rec *b)
@@ -115,25 +132,29 @@ static int analyze_comm(const rl_diag_flight *fl, const char *comm, rl_diag_resu
 {
     RL_API_ENTRY();
     int n = fl->nranks;
-    int64_t *lo = malloc(sizeof(int64_t) * (size_t)n), *hi = malloc(sizeof(int64_t) * (size_t)n);
-    char *member = calloc((size_t)n, 1);
-    int found = 0;
-    if (!lo || !hi || !member)
+    int64_t *lo = malloc(sizeof(int64_t) * (size_t)(n + 1)), *hi = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *seqs = malloc(sizeof(int64_t) * (size_t)(fl->nrec + 1));
+    char *member = calloc((size_t)n + 1, 1);
+    int found = 0, nseq = 0;
+    if (!lo || !hi || !member || !seqs)
         goto out;
-    int64_t smin = INT64_MAX, smax = -1;
     for (int r = 0; r < n; r++)
         lo[r] = INT64_MAX, hi[r] = -1, member[r] = strcmp(comm, "world") == 0;
     for (int i = 0; i < fl->nrec; i++) {
         const rl_diag_rec *d = &fl->rec[i];
-        if (d->seq < 0 || strcmp(d->comm, comm))
+        if (d->seq < 0 || d->rank < 0 || d->rank >= n || strcmp(d->comm, comm))
             continue;
         member[d->rank] = 1;
         lo[d->rank] = d->seq < lo[d->rank] ? d->seq : lo[d->rank];
         hi[d->rank] = d->seq > hi[d->rank] ? d->seq : hi[d->rank];
-        smin = d->seq < smin ? d->seq : smin;
-        smax = d->seq > smax ? d->seq : smax;
+        seqs[nseq++] = d->seq;
     }
-    for (int64_t s = smin; s <= smax && !found; s++) {
+    /* the seqs some rank reached, in order (a seq nobody reached has nothing to compare) */
+    qsort(seqs, (size_t)nseq, sizeof *seqs, cmp_i64);
+    for (int k = 0; k < nseq && !found; k++) {
+        int64_t s = seqs[k];
+        if (k > 0 && s == seqs[k - 1])
+            continue;
         const rl_diag_rec *recs[4096];
         int present = 0, absent = -1, nabsent = 0, incomplete = 0;
         for (int r = 0; r < n && r < 4096; r++) {
@@ -208,6 +229,7 @@ out:
     free(lo);
     free(hi);
     free(member);
+    free(seqs);
     return found;
 }
 
@@ -226,7 +248,7 @@ RL_API_WATCHED
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out)
 {
     RL_API_ENTRY();
-    if (!fl || !out)
+    if (!fl || !out || fl->nranks < 0 || fl->nranks > RL_DIAG_MAX_RANKS || fl->nrec < 0 || (fl->nrec && !fl->rec))
         return RL_ERR_ARG;
     memset(out, 0, sizeof *out);
     out->rank = -1;

@@ -23,16 +23,19 @@ typedef struct rl_diag_rec {
     double t_enqueued;
 } rl_diag_rec;
 
+#define RL_DIAG_MAX_RANKS 4096 /* a dump's ranks are 0 .. RL_DIAG_MAX_RANKS-1 */
+
 /* Every record of one or more dumps. */
 typedef struct rl_diag_flight {
-    int nranks;         /* highest rank seen + 1 */
+    int nranks;         /* highest rank seen + 1 (at most RL_DIAG_MAX_RANKS) */
     int nrec;
     rl_diag_rec *rec;
     char verdict[512];  /* the watchdog's own verdict line (from the first dump) */
 } rl_diag_flight;
 
 /* Reads a flight dump and appends its records to fl (zero it first; several dumps — e.g. one
- * per process — merge). RL_OK, or RL_ERR_IO / RL_ERR_ARG with the problem in err. */
+ * per process — merge). RL_OK, or RL_ERR_IO / RL_ERR_ARG with the problem in err (a rank
+ * outside 0..RL_DIAG_MAX_RANKS-1, a seq below -1, a record without seq, op or comm). */
 int rl_diag_flight_load(const char *path, rl_diag_flight *fl, char *err, size_t errlen);
 /* Frees the records. */
 void rl_diag_flight_free(rl_diag_flight *fl);
@@ -66,7 +69,8 @@ const char *rl_diag_kind_name(rl_diag_kind k);
  *  - p2p (no collective anomaly, a send/recv not completed): the lowest such rank, its oldest
  *    such call (lowest t_enqueued, then p2p seq); seq is its p2p seq.
  * Nothing found: RL_DIAG_NONE, rank -1, seq -1. The order of records in the dump does not
- * matter. RL_OK or RL_ERR_ARG. */
+ * matter; a record whose rank is outside 0..nranks-1 is ignored. RL_OK, or RL_ERR_ARG for
+ * NULL arguments or nranks outside 0..RL_DIAG_MAX_RANKS. */
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out);
 
 /* Thresholds of the spread analysis (zero fields take the defaults shown). */

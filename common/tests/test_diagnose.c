@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "diagnose.h"
 #include "testutil.h"
@@ -291,6 +292,53 @@ static void rec_add(rl_diag_flight *fl, int rank, const char *comm, int64_t seq,
         fl->nranks = rank + 1;
 }
 
+/* Bad dumps are refused or ignored, never a crash, a hang or gigabytes: a record of rank -1
+ * (ignored), seqs 0 and 10^18 (the seqs between are not walked), nranks 3·10^8 (refused); the
+ * loader refuses ranks outside 0..4095, one that wraps from 64 bits, and a seq below -1. */
+START_TEST(test_bad_dumps)
+{
+    rl_diag_rec buf[16];
+    rl_diag_flight fl;
+    rl_diag_result r;
+    memset(&fl, 0, sizeof fl);
+    fl.rec = buf;
+    rec_add(&fl, 0, "world", 0, 8, "f32", "completed", 0.1);
+    rec_add(&fl, 1, "world", 0, 8, "f32", "completed", 0.1);
+    rec_add(&fl, 0, "world", 1000000000000000000LL, 8, "f32", "started", 0.2);
+    fl.rec[fl.nrec] = fl.rec[0];
+    fl.rec[fl.nrec++].rank = -1;
+    time_t t0 = time(NULL);
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_OK);
+    ck_assert_msg(time(NULL) - t0 <= 2, "a gap of 10^18 seqs took %ld s", (long)(time(NULL) - t0));
+    ck_assert_int_eq(r.kind, RL_DIAG_HANG);
+    ck_assert_int_eq(r.rank, 1);
+    fl.nranks = 300000000;
+    ck_assert_int_eq(rl_diag_flight_analyze(&fl, &r), RL_ERR_ARG);
+    static const char *const dumps[] = {
+        "{\"ranks\": [{\"rank\": -1, \"records\": []}]}",
+        "{\"ranks\": [{\"rank\": 300000000, \"records\": []}]}",
+        "{\"ranks\": [{\"rank\": 4294967296, \"records\": []}]}",
+        "{\"ranks\": [{\"rank\": 0, \"records\": [{\"seq\": -7, \"op\": \"all_reduce\", \"comm\": \"world\"}]}]}",
+    };
+    static const char *const why[] = { "rank -1, outside 0..4095", "rank 300000000, outside", "rank 4294967296, outside",
+                                       "has seq -7" };
+    char path[64], err[256];
+    snprintf(path, sizeof path, "/tmp/rl_bad_dump_%d.json", (int)getpid());
+    for (int k = 0; k < 4; k++) {
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(dumps[k], f);
+        fclose(f);
+        rl_diag_flight lf;
+        memset(&lf, 0, sizeof lf);
+        ck_assert_int_eq(rl_diag_flight_load(path, &lf, err, sizeof err), RL_ERR_ARG);
+        ck_assert_msg(strstr(err, why[k]), "dump %d: %s", k, err);
+        rl_diag_flight_free(&lf);
+    }
+    unlink(path);
+}
+END_TEST
+
 /* Lab 31's `--part diagnose` diagnoses its own run's flight records: with --trace FILE it
  * writes FILE.flight.json and names the hung rank; when the run fails and leaves no records
  * (a folder that does not exist) it says so and exits 1, never reading an earlier dump. */
@@ -433,6 +481,7 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_rules_across_comms);
     tcase_add_test(tc, test_rules_rolled_and_p2p);
     tcase_add_test(tc, test_lab31_diagnose_reads_its_own_dump);
+    tcase_add_test(tc, test_bad_dumps);
     suite_add_tcase(s, tc);
     return s;
 }
