@@ -285,16 +285,19 @@ LAB_RUN_BINS   :=
 LAB_GRADE_BINS :=
 LAB_PATCHED_BINS :=
 
-# The object check (grader/objcheck.c): before a grader links a lab file, the file is compiled
-# once more on its own with these fixed flags (every function and object in a section of its
-# own; no stack protector, fortify or sanitizer calls, so the rules do not depend on the build)
-# and refused, with one line per problem, if it has constructors or destructors, globals other
-# than the lab's functions, inline assembly, or references the rules in grader/allow/ forbid.
+# The object check (grader/objcheck.c): before a grader links a lab file, the file is
+# preprocessed on its own with these fixed flags (no fortify) and compiled once more (every
+# function and object in a section of its own; no stack protector or sanitizer calls, so the
+# rules do not depend on the build), and refused, with one line per problem, if it has
+# constructors or destructors, globals other than the lab's functions, inline assembly, or
+# references the rules in grader/allow/ forbid.
 OBJCHECK       := $(BUILD)/objcheck
 RESULTS        := $(BUILD)/results
-OBJCHECK_FLAGS := -std=c11 -D_GNU_SOURCE -O0 -w -fno-pic -fno-stack-protector -U_FORTIFY_SOURCE \
-  -D_FORTIFY_SOURCE=0 -fno-sanitize=all -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
-  -Icommon -Itui
+OBJCHECK_FLAGS := -std=c11 -D_GNU_SOURCE -O0 -w -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0 -Icommon -Itui
+# the preprocessed text is then compiled once, with the build's flags and these, and that one
+# object is both what the check reads and what a grade binary links: no optimisation level,
+# macro or flag can make the linked code differ from the checked code
+OBJCHECK_CC    := -fno-stack-protector -fno-sanitize=all -ffunction-sections -fdata-sections
 $(OBJCHECK): $(call obj,grader/objcheck.c grader/rules.c grader/paste.c)
 	@mkdir -p $(dir $@)
 	@echo "  LINK  $@"
@@ -302,19 +305,18 @@ $(OBJCHECK): $(call obj,grader/objcheck.c grader/rules.c grader/paste.c)
 
 # $(1) lab, $(2) output dir, $(3) the lab file to check, $(4) its include dir: $(2)/objcheck.ok
 define LAB_OBJCHECK
-$(2)/objcheck.ok: $(3) $(OBJCHECK) grader/allow/common.txt grader/allow/$(1).txt $(wildcard $(4)/*.h)
+$(2)/objcheck.ok: $(3) $(OBJCHECK) grader/allow/common.txt grader/allow/$(1).txt $(wildcard $(4)/*.h) $(FLAGS_STAMP)
 	@mkdir -p $$(dir $$@)
 	@echo "  CHECK $(3)"
 	@$$(CC) $$(OBJCHECK_FLAGS) -I$(4) -E $(3) -o $(2)/objcheck.i
-	@$$(CC) $$(OBJCHECK_FLAGS) -I$(4) -c $(3) -o $(2)/objcheck.o
+	@$$(CC) $$(CFLAGS) $$(OBJCHECK_CC) -c $(2)/objcheck.i -o $(2)/objcheck.o
 	@$(OBJCHECK) --rules grader/allow/common.txt --rules grader/allow/$(1).txt --source $(3) \
 	  --preprocessed $(2)/objcheck.i $(2)/objcheck.o
 	@touch $$@
-# what a grade binary links: the checked text itself (objcheck.i), compiled with the build's flags
+# what a grade binary links: the very object the check read
 $(BUILD)/obj/$(2)/checked.o: $(2)/objcheck.ok
 	@mkdir -p $$(dir $$@)
-	@echo "  CC    $(2)/objcheck.i"
-	@$$(CC) $$(CFLAGS) -c $(2)/objcheck.i -o $$@
+	@cp $(2)/objcheck.o $$@
 endef
 
 # $(1) lab, $(2) output dir, $(3) sources (main.c included)

@@ -775,8 +775,8 @@ int rl_pp_ticks(const rl_pp_schedule *s, int **tick, int *nticks, char *err, siz
             int vs = op->chunk * p + r, k = op->kind == 'F' ? 0 : op->kind == 'B' ? 1 : 2;
             if (op->mb < 0 || op->mb >= s->m || op->chunk < 0 || op->chunk >= s->v || (op->kind != 'F' &&
                 op->kind != 'B' && op->kind != 'W')) {
-                SAY("stage %d, op %d: %c%d.%d is not an op of this schedule", r, next[r],
-                         op->kind, op->mb, op->chunk);
+                SAY("stage %d, op %d: %c%d.%d is not an op of this schedule", r, next[r], op->kind, op->mb,
+                    op->chunk);
                 rc = RL_ERR_ARG;
                 break;
             }
@@ -833,8 +833,10 @@ int rl_pp_print_ticks(const rl_pp_schedule *s, FILE *out, char *err, size_t errl
                 else
                     snprintf(cell, sizeof cell, "%c%d", op->kind, op->mb);
             }
-            k += snprintf(line + k, sizeof line - (size_t)k, "  %-7s", cell);
+            if ((size_t)k < sizeof line)
+                k += snprintf(line + k, sizeof line - (size_t)k, "  %-7s", cell);
         }
+        k = (size_t)k < sizeof line ? k : (int)sizeof line - 1;
         while (k > 0 && line[k - 1] == ' ')
             k--;
         fprintf(out, "%.*s\n", k, line);
@@ -846,9 +848,10 @@ int rl_pp_print_ticks(const rl_pp_schedule *s, FILE *out, char *err, size_t errl
     return rc;
 }
 
-/* One op of a trace: its first event's start, and what it is. */
+/* One op of a trace: its first event's start (and index, for ties), and what it is. */
 typedef struct trace_op {
     double t;
+    size_t at;
     int stage;
     rl_pp_op op;
 } trace_op;
@@ -858,7 +861,9 @@ static int cmp_trace_op(const void *pa, const void *pb)
     const trace_op *a = pa, *b = pb;
     if (a->stage != b->stage)
         return a->stage - b->stage;
-    return (a->t > b->t) - (a->t < b->t);
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
 }
 
 rl_pp_schedule *rl_pp_schedule_from_trace(const rl_trace *t, int step, char *err, size_t errlen)
@@ -892,8 +897,8 @@ rl_pp_schedule *rl_pp_schedule_from_trace(const rl_trace *t, int step, char *err
         const rl_trace_event *e = &t->ev[i];
         int st = e->tags[RL_TAG_STAGE];
         if (is_op_event(e, step) && st < RL_PP_MAX_STAGES && e->tags[RL_TAG_MICROBATCH] >= 0 && e->rank == rank_of[st])
-            ops[n++] = (trace_op){ e->vstart, st, { e->phase, e->tags[RL_TAG_MICROBATCH],
-                                                    e->tags[RL_TAG_CHUNK] > 0 ? e->tags[RL_TAG_CHUNK] : 0 } };
+            ops[n++] = (trace_op){ e->vstart, i, st, { e->phase, e->tags[RL_TAG_MICROBATCH],
+                                                       e->tags[RL_TAG_CHUNK] > 0 ? e->tags[RL_TAG_CHUNK] : 0 } };
     }
     if (!ops || !p) {
         SAY(ops ? "no pipeline ops in the trace%s: tag each op's compute with rl_pp_mark"

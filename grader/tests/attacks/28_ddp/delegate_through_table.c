@@ -1,5 +1,5 @@
 /* Attack: the all-reduce hidden behind a static helper and a table of function pointers.
- * refused: reached through */
+ * refused: ddp_ring_all_reduce (step 28.1) may not use rl_all_reduce */
 #include "ddp.h"
 typedef rl_work *(*coll_fn)(rl_comm *, const rl_tensor *, rl_tensor *, rl_redop, int);
 static const coll_fn table[] = { rl_all_reduce };
