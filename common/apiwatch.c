@@ -31,14 +31,35 @@ int rl_api_watch_seal(void)
     return mprotect(&watch, sizeof watch, PROT_READ);
 }
 
+int rl_api_after_call(const void *ret)
+{
+    const unsigned char *r = ret;
+    if (r[-5] == 0xE8) /* call rel32 */
+        return 1;
+    for (int k = 2; k <= 10; k++) { /* [prefixes] FF /2 ModRM [SIB] [disp] ending at r */
+        const unsigned char *p = r - k, *q = p;
+        for (int n = 0; n < 2 && ((*q >= 0x40 && *q <= 0x4F) || *q == 0x3E || *q == 0x2E); n++)
+            q++; /* REX, notrack */
+        if (q[0] != 0xFF || ((q[1] >> 3) & 7) != 2)
+            continue;
+        int mod = q[1] >> 6, rm = q[1] & 7, len = 2;
+        if (mod != 3 && rm == 4)
+            len += 1 + (mod == 0 && (q[2] & 7) == 5 ? 4 : 0);
+        len += mod == 0 && rm == 5 ? 4 : mod == 1 ? 1 : mod == 2 ? 4 : 0;
+        if (q + len == r)
+            return 1;
+    }
+    return 0;
+}
+
 void rl_api_entered(const char *fn, const void *ret, int thread_entry)
 {
     uintptr_t r = (uintptr_t)ret;
     if (watch.w.fd < 0)
         return;
     int from_code_under_test = r >= watch.w.lo && r < watch.w.hi;
-    int from_outside = !thread_entry && (r < (uintptr_t)__executable_start || r >= (uintptr_t)etext);
-    if (!from_code_under_test && !from_outside)
+    int from_outside = r < (uintptr_t)__executable_start || r >= (uintptr_t)etext;
+    if (!from_code_under_test && (thread_entry || (!from_outside && rl_api_after_call(ret))))
         return;
     /* every call, never "already reported": state the code under test could write is not trusted */
     size_t len = strlen(fn) + 1; /* one write under PIPE_BUF bytes: never interleaved with another */

@@ -197,6 +197,41 @@ START_TEST(test_sandbox_keeps_the_sealed_page_and_the_watch)
 }
 END_TEST
 
+/* The watch's test for a true return address: the bytes before it are a call in one of its
+ * encodings, and not a jump, a ret or padding (what a return address forged onto a stray ret
+ * byte of the runtime is preceded by). */
+START_TEST(test_watch_knows_a_call)
+{
+    static const struct {
+        unsigned char code[12];
+        int len, call;
+        const char *what;
+    } cases[] = {
+        { { 0xE8, 1, 2, 3, 4 }, 5, 1, "call rel32" },
+        { { 0xFF, 0xD0 }, 2, 1, "call *%rax" },
+        { { 0x41, 0xFF, 0xD3 }, 3, 1, "call *%r11" },
+        { { 0x3E, 0xFF, 0xD2 }, 3, 1, "notrack call *%rdx" },
+        { { 0xFF, 0x15, 1, 2, 3, 4 }, 6, 1, "call *disp32(%rip)" },
+        { { 0xFF, 0x54, 0x24, 0x08 }, 4, 1, "call *8(%rsp)" },
+        { { 0xFF, 0x50, 0x10 }, 3, 1, "call *16(%rax)" },
+        { { 0x41, 0xFF, 0x94, 0x24, 1, 2, 3, 4 }, 8, 1, "call *disp32(%r12)" },
+        { { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xC3 }, 10, 0, "nops and a ret" },
+        { { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xFF, 0xE0 }, 10, 0, "jmp *%rax" },
+        { { 0x90, 0x90, 0x90, 0x90, 0x90, 0xE9, 1, 2, 3, 4 }, 10, 0, "jmp rel32" },
+        { { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x5D, 0xC3 }, 10, 0, "pop %rbp; ret" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsigned char buf[32];
+        memset(buf, 0x90, sizeof buf);
+        memcpy(buf + 16 - cases[i].len, cases[i].code, (size_t)cases[i].len);
+        ck_assert_msg(rl_api_after_call(buf + 16) == cases[i].call, "%s: %s a call", cases[i].what,
+                      cases[i].call ? "is" : "is not");
+    }
+    /* and a return address this program made */
+    ck_assert(rl_api_after_call(__builtin_return_address(0)));
+}
+END_TEST
+
 Suite *sandbox_suite(void)
 {
     Suite *s = suite_create("sandbox");
@@ -204,6 +239,7 @@ Suite *sandbox_suite(void)
     tcase_add_test(tc, test_sandbox_refuses_and_allows);
     tcase_add_test(tc, test_sandbox_without_landlock_guards_proc);
     tcase_add_test(tc, test_sandbox_keeps_the_sealed_page_and_the_watch);
+    tcase_add_test(tc, test_watch_knows_a_call);
     suite_add_tcase(s, tc);
     return s;
 }
