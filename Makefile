@@ -348,8 +348,8 @@ learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
 grade_rest  = $(call obj,grader/learner_end.c $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c \
   grader/sandbox.c grader/rules.c $(BUILD)/gen/rules-$(1).c $(call lab_grader,$(1)))
 grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call grade_rest,$(1),$(2))
-# ... and with the lab file as the object check saw it (its preprocessed text, output dir $(3)):
-# no macro of the build's own (__OPTIMIZE__, _FORTIFY_SOURCE ...) can add code the check did not see
+# ... and with the lab file as the very object the check read (output dir $(3)): no macro, flag
+# or optimisation level of the build's own can add code the check did not see
 checked_objs = $(BUILD)/obj/$(3)/checked.learner.o $(call grade_rest,$(1),$(2))
 # the lab's rules (grader/allow/), built into its grade binaries: the judge holds what the code under
 # test called at run time against them
