@@ -666,6 +666,11 @@ static void mlp_ref_make(mlp_ref *d, int64_t rows, int64_t h, rl_rng *g)
     fill(d->c, h, g, 0.1);
     fill(d->x, rows * h, g, 1.0);
     fill(d->dy, rows * h, g, 1.0);
+    if (!rl_grade_judging()) { /* the child: the code under test must find no reference in its memory */
+        d->y = fnew(rows * h), d->dx = fnew(rows * h), d->dA = fnew(h * f), d->da = fnew(f), d->dB = fnew(f * h),
+        d->dc = fnew(h);
+        return;
+    }
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     int q = mlp_dense(ctx, d);
     rl_ctx_free_standalone(ctx);
@@ -1374,6 +1379,10 @@ static void attn_case_make(attn_case *c, int t, int heads, int64_t hd, int64_t b
     }
     c->x = fnew(b * s * h), c->y = fnew(b * s * h);
     fill(c->x, b * s * h, g, 1.0);
+    snprintf(g_case, sizeof g_case, "t = %d, a = %d head(s) of %lld (h = %lld), b = %lld, s = %lld", t, heads,
+             (long long)hd, (long long)h, (long long)b, (long long)s);
+    if (!rl_grade_judging()) /* the child: the reference is the judge's */
+        return;
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     rl_tensor *W[4], *x = tnew(ctx, "x", 3, sh, "b,s,h", c->x), *q = tnew(ctx, "q", 3, sh, "b,s,h", NULL);
     rl_tensor *k = tnew(ctx, "k", 3, sh, "b,s,h", NULL), *v = tnew(ctx, "v", 3, sh, "b,s,h", NULL);
@@ -1392,8 +1401,6 @@ static void attn_case_make(attn_case *c, int t, int heads, int64_t hd, int64_t b
         rl_tensor_free(ts[i]);
     rl_ctx_free_standalone(ctx);
     ck_assert_msg(rc == 0, "grader: the dense attention reference failed (%d)", rc);
-    snprintf(g_case, sizeof g_case, "t = %d, a = %d head(s) of %lld (h = %lld), b = %lld, s = %lld", t, heads,
-             (long long)hd, (long long)h, (long long)b, (long long)s);
 }
 
 /* Which column of the dense [h, h] matrix W equals column j of the shard [h, hl] (-1: none). */
@@ -1767,6 +1774,12 @@ static void sp_case_make(sp_case *c, int t, int64_t s, int64_t b, int64_t h, rl_
     fill(c->beta, h, g, 0.1);
     fill(c->x, n, g, 1.0);
     fill(c->dy, n, g, 1.0);
+    snprintf(g_case, sizeof g_case, "t = %d, s = %lld, b = %lld, h = %lld (s/t = %lld)", t, (long long)s, (long long)b,
+             (long long)h, (long long)(s / t));
+    if (!rl_grade_judging()) { /* the child: the weights (drawn as the judge draws them), no reference */
+        mlp_ref_make(&c->d, rows, h, g);
+        return;
+    }
     /* the MLP runs on LayerNorm(x) with the block's dy */
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     rl_tensor *x = tnew(ctx, "x", 2, sh, "sb,h", c->x), *ln = tnew(ctx, "ln", 2, sh, "sb,h", NULL);
@@ -1795,8 +1808,6 @@ static void sp_case_make(sp_case *c, int t, int64_t s, int64_t b, int64_t h, rl_
         rl_tensor_free(ts[i]);
     rl_ctx_free_standalone(ctx);
     ck_assert_msg(rc == 0, "grader: the dense block reference failed (%d)", rc);
-    snprintf(g_case, sizeof g_case, "t = %d, s = %lld, b = %lld, h = %lld (s/t = %lld)", t, (long long)s, (long long)b,
-             (long long)h, (long long)(s / t));
 }
 
 
@@ -3588,15 +3599,17 @@ static void cp_case_make(cp_case *c, int cp, int heads, int64_t hd, int64_t b, i
     int64_t h = c->h, n = b * s * h, sh[3] = { b, s, h }, ps[4] = { b, heads, s, s }, sl = s / cp;
     c->q = fnew(n), c->k = fnew(n), c->v = fnew(n), c->ref = fnew(n);
     fill(c->q, n, g, 1.0), fill(c->k, n, g, 1.0), fill(c->v, n, g, 1.0);
-    rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
-    rl_tensor *q = tnew(ctx, "q", 3, sh, "b,s,h", c->q), *k = tnew(ctx, "k", 3, sh, "b,s,h", c->k);
-    rl_tensor *v = tnew(ctx, "v", 3, sh, "b,s,h", c->v), *o = tnew(ctx, "o", 3, sh, "b,s,h", NULL);
-    rl_tensor *pr = tnew(ctx, "probs", 4, ps, "b,a,s,s", NULL);
-    int rc = rl_attention_forward(ctx, q, k, v, heads, pr, o);
-    rc = rc ? rc : rl_tensor_to_f32(o, c->ref, n);
-    rl_tensor_free(q), rl_tensor_free(k), rl_tensor_free(v), rl_tensor_free(o), rl_tensor_free(pr);
-    rl_ctx_free_standalone(ctx);
-    ck_assert_msg(rc == 0, "grader: the full attention reference failed (%d)", rc);
+    if (rl_grade_judging()) { /* the reference is the judge's: the code under test finds none in its memory */
+        rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
+        rl_tensor *q = tnew(ctx, "q", 3, sh, "b,s,h", c->q), *k = tnew(ctx, "k", 3, sh, "b,s,h", c->k);
+        rl_tensor *v = tnew(ctx, "v", 3, sh, "b,s,h", c->v), *o = tnew(ctx, "o", 3, sh, "b,s,h", NULL);
+        rl_tensor *pr = tnew(ctx, "probs", 4, ps, "b,a,s,s", NULL);
+        int rc = rl_attention_forward(ctx, q, k, v, heads, pr, o);
+        rc = rc ? rc : rl_tensor_to_f32(o, c->ref, n);
+        rl_tensor_free(q), rl_tensor_free(k), rl_tensor_free(v), rl_tensor_free(o), rl_tensor_free(pr);
+        rl_ctx_free_standalone(ctx);
+        ck_assert_msg(rc == 0, "grader: the full attention reference failed (%d)", rc);
+    }
     cpos_call calls[2 * MP_MAX_RANKS];
     for (int z = 0; z < 2; z++)
         for (int r = 0; r < cp; r++)
