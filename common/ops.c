@@ -284,7 +284,7 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
         return ops_stage_nomem(ctx, name, &st);
     sgemm(ta, tb, m, n, k, A, ac, B, bc, beta, C, cc);
     ops_stage_done(&st);
-record:
+record:;
     rl_dtype dt = (a->dtype == RL_BF16 && b->dtype == RL_BF16) ? RL_BF16 : RL_F32;
     double bytes = ops_bytes(OPS_LIST(a, b, c)) + (beta != 0.0f ? (double)rl_tensor_bytes(c) : 0.0);
     ops_record(ctx, name, dt, 2.0 * (double)m * (double)n * (double)k, bytes, w0, OPS_LIST(a, b), OPS_LIST(c));
@@ -351,7 +351,7 @@ static int lincomb(rl_ctx *ctx, const char *name, float ca, const rl_tensor *a, 
         O[i] = v;
     }
     ops_stage_done(&st);
-record:
+record:;
     int nin = (a != NULL) + (b != NULL);
     const rl_tensor *ins[2] = { a ? a : b, a ? b : NULL };
     ops_record(ctx, name, out->dtype, (double)out->numel * nin, ops_bytes(OPS_LIST(a, b, out)), w0, nin, ins,
@@ -452,7 +452,7 @@ static int reduce(rl_ctx *ctx, const char *name, const rl_tensor *x, int squares
         s += squares ? (double)X[i] * X[i] : X[i];
     ops_release(&b);
     *out = s;
-record:
+record:;
     ops_record(ctx, name, x->dtype, (double)x->numel * (squares ? 2 : 1), ops_bytes(OPS_LIST(x)), w0,
                OPS_LIST(x), 0, NULL);
     return 0;
@@ -517,7 +517,7 @@ int rl_cross_entropy(rl_ctx *ctx, const rl_tensor *logits, const int *targets, f
     }
     *loss = rows ? (float)(total / (double)rows) : 0.0f;
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, logits->dtype, 5.0 * (double)logits->numel, ops_bytes(OPS_LIST(logits, dlogits)), w0,
                OPS_LIST(logits), OPS_LIST(dlogits));
     return 0;
@@ -567,7 +567,7 @@ int rl_mse_loss(rl_ctx *ctx, const rl_tensor *pred, const rl_tensor *target, flo
     }
     *loss = n ? (float)(total / (double)n) : 0.0f;
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, pred->dtype, 3.0 * (double)pred->numel, ops_bytes(OPS_LIST(pred, target, dpred)), w0,
                OPS_LIST(pred, target), OPS_LIST(dpred));
     return 0;
@@ -645,7 +645,7 @@ int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor 
     ops_release(&bg);
     if (master)
         rl_tensor_copy(param, master);
-record:
+record:;
     ops_record(ctx, name, RL_F32, 12.0 * (double)param->numel,
                ops_bytes(OPS_LIST(param, grad, m, v)) + 2.0 * ops_bytes(OPS_LIST(master, m, v)), w0,
                OPS_LIST(param, grad, m, v), OPS_LIST(param));
@@ -676,7 +676,7 @@ int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, 
     ops_release(&bg);
     if (master)
         rl_tensor_copy(param, master);
-record:
+record:;
     ops_record(ctx, name, RL_F32, 2.0 * (double)param->numel,
                ops_bytes(OPS_LIST(param, grad)) + 2.0 * ops_bytes(OPS_LIST(master)), w0, OPS_LIST(param, grad),
                OPS_LIST(param));

@@ -40,7 +40,7 @@ int rl_bias_add(rl_ctx *ctx, rl_tensor *y, const rl_tensor *bias)
         for (int64_t j = 0; j < n; j++)
             Y[r * n + j] += B[j];
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, y->dtype, (double)y->numel, 2.0 * rl_tensor_bytes(y) + rl_tensor_bytes(bias), w0,
                OPS_LIST(y, bias), OPS_LIST(y));
     return 0;
@@ -79,7 +79,7 @@ int rl_bias_backward(rl_ctx *ctx, const rl_tensor *dy, rl_tensor *dbias)
         G[j] += s;
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dy->dtype, (double)dy->numel, ops_bytes(OPS_LIST(dy, dbias, dbias)), w0, OPS_LIST(dy),
                OPS_LIST(dbias));
     return 0;
@@ -126,7 +126,7 @@ int rl_gelu_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
         Y[i] = 0.5f * v * (1.0f + fast_tanh(GELU_C * (v + GELU_A * v * v * v)));
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, y->dtype, 10.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
 }
@@ -162,7 +162,7 @@ int rl_gelu_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *dy, rl_te
         G[i] = D[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dx->dtype, 16.0 * (double)x->numel, ops_bytes(OPS_LIST(x, dy, dx)), w0, OPS_LIST(x, dy),
                OPS_LIST(dx));
     return 0;
@@ -234,7 +234,7 @@ int rl_layernorm_forward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamma
             Y[r * n + j] = (xr[j] - mu) * rs * Gm[j] + (Bt ? Bt[j] : 0.0f);
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, y->dtype, 8.0 * (double)x->numel, ops_bytes(OPS_LIST(x, gamma, beta, y, mean, rstd)), w0,
                OPS_LIST(x, gamma, beta), OPS_LIST(y));
     return 0;
@@ -299,7 +299,7 @@ int rl_layernorm_backward(rl_ctx *ctx, const rl_tensor *x, const rl_tensor *gamm
         }
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dx->dtype, 14.0 * (double)x->numel,
                ops_bytes(OPS_LIST(x, gamma, mean, rstd, dy, dx, dgamma, dbeta)), w0, OPS_LIST(x, gamma, dy),
                OPS_LIST(dx, dgamma, dbeta));
@@ -363,7 +363,7 @@ int rl_softmax_forward(rl_ctx *ctx, const rl_tensor *x, rl_tensor *y)
             softmax_row(X + r * n, Y + r * n, n, n);
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, y->dtype, 5.0 * (double)x->numel, ops_bytes(OPS_LIST(x, y)), w0, OPS_LIST(x), OPS_LIST(y));
     return 0;
 }
@@ -402,7 +402,7 @@ int rl_softmax_backward(rl_ctx *ctx, const rl_tensor *y, const rl_tensor *dy, rl
             G[r * n + j] = Y[r * n + j] * (D[r * n + j] - (float)s);
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dx->dtype, 4.0 * (double)y->numel, ops_bytes(OPS_LIST(y, dy, dx)), w0, OPS_LIST(y, dy),
                OPS_LIST(dx));
     return 0;
@@ -490,7 +490,7 @@ int rl_attention_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
             }
     free(scores);
     ops_stage_done(&st);
-record:
+record:;
     /* Q·Kᵀ and P·V over the causal half (each 2·b·nh·(s²/2)·hd), softmax ≈ 5 per score. */
     double flops = 2.0 * B * S * S * H + 2.5 * B * n_heads * S * S;
     ops_record(ctx, name, out->dtype, flops, ops_bytes(OPS_LIST(q, k, v, probs, out)), w0, OPS_LIST(q, k, v),
@@ -567,7 +567,7 @@ int rl_attention_backward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, c
             }
     free(dp);
     ops_stage_done(&st);
-record:
+record:;
     double flops = 4.0 * B * S * S * H + 3.0 * B * n_heads * S * S;
     ops_record(ctx, name, dq->dtype, flops, ops_bytes(OPS_LIST(q, k, v, probs, dout, dq, dk, dv)), w0,
                OPS_LIST(q, k, v, probs, dout), OPS_LIST(dq, dk, dv));
@@ -622,7 +622,7 @@ int rl_embedding_forward(rl_ctx *ctx, const rl_tensor *table, const int *ids, in
         for (int64_t j = 0; j < h; j++)
             O[r * h + j] = (accumulate ? O[r * h + j] : 0.0f) + T[(int64_t)ids[r] * h + j];
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, out->dtype, accumulate ? (double)out->numel : 0.0,
                (1.0 + accumulate) * rl_tensor_bytes(out) + (double)out->numel * rl_dtype_size(table->dtype), w0,
                OPS_LIST(table), OPS_LIST(out));
@@ -656,7 +656,7 @@ int rl_embedding_backward(rl_ctx *ctx, const int *ids, const rl_tensor *dout, rl
         for (int64_t j = 0; j < h; j++)
             G[(int64_t)ids[r] * h + j] += D[r * h + j];
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dtable->dtype, (double)dout->numel, 3.0 * rl_tensor_bytes(dout), w0, OPS_LIST(dout),
                OPS_LIST(dtable));
     return 0;
@@ -714,7 +714,7 @@ int rl_gather_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, const
             D[i * h + j] = c * S[rows[i] * h + j];
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dst->dtype, scale ? (double)dst->numel : 0.0, 2.0 * rl_tensor_bytes(dst), w0,
                OPS_LIST(src), OPS_LIST(dst));
     return 0;
@@ -749,7 +749,7 @@ int rl_scatter_add_rows(rl_ctx *ctx, const rl_tensor *src, const int64_t *rows, 
             D[rows[i] * h + j] += c * S[i * h + j];
     }
     ops_stage_done(&st);
-record:
+record:;
     ops_record(ctx, name, dst->dtype, 2.0 * (double)src->numel, 3.0 * rl_tensor_bytes(src), w0, OPS_LIST(src),
                OPS_LIST(dst));
     return 0;

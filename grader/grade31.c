@@ -3530,8 +3530,8 @@ START_TEST(t_diag_spike_cases)
     rl_rng g = rl_grade_rng(43);
     enum { NS = 7 };
     const char *what[NS] = {
-        "two anomalies at one step: a NaN on a lower rank in a later layer, a spike on a higher rank in an earlier "
-        "layer (layer before rank)",
+        ("two anomalies at one step: a NaN on a lower rank in a later layer, a spike on a higher rank in an earlier "
+         "layer (layer before rank)"),
         "a long history: high values, then at least 5 low ones, then 6x the low ones (only the last <= 5 count)",
         "large norms at step 0 (no history: not a spike) and a spike later",
         "a NaN at step 0 (no history needed for a non-finite norm)",

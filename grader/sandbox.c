@@ -14,6 +14,9 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wmissing-field-initializers" /* libseccomp's SCMP_A0 .. macros */
+#endif
 
 /* The file-system rights of each Landlock ABI version (1..), cumulated. */
 static unsigned long long fs_rights(int abi)

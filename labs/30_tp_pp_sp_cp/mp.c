@@ -13,7 +13,7 @@
 #include "mp.h"
 
 /* A new f32 tensor shaped like x with the last dim replaced (and named). */
-static inline rl_tensor *like(rl_ctx *ctx, const rl_tensor *x, const char *name, int64_t last, const char *lastname,
+static inline __attribute__((unused)) rl_tensor *like(rl_ctx *ctx, const rl_tensor *x, const char *name, int64_t last, const char *lastname,
                        rl_mem_cat cat)
 {
     int64_t shape[RL_MAX_DIMS];
@@ -28,7 +28,7 @@ static inline rl_tensor *like(rl_ctx *ctx, const rl_tensor *x, const char *name,
 }
 
 /* A new f32 tensor shaped like x with the first dim multiplied by k. */
-static inline rl_tensor *scaled_first(rl_ctx *ctx, const rl_tensor *x, const char *name, int64_t k, const char *firstname)
+static inline __attribute__((unused)) rl_tensor *scaled_first(rl_ctx *ctx, const rl_tensor *x, const char *name, int64_t k, const char *firstname)
 {
     int64_t shape[RL_MAX_DIMS];
     char dims[64] = "";
@@ -41,7 +41,7 @@ static inline rl_tensor *scaled_first(rl_ctx *ctx, const rl_tensor *x, const cha
 }
 
 /* dst[i, j] = src[r0 + i, c0 + j] for dst [rows, cols] and src with src_cols columns. */
-static inline void copy_block(rl_tensor *dst, const rl_tensor *src, int64_t src_cols, int64_t r0, int64_t c0)
+static inline __attribute__((unused)) void copy_block(rl_tensor *dst, const rl_tensor *src, int64_t src_cols, int64_t r0, int64_t c0)
 {
     int64_t cols = dst->shape[dst->ndim - 1], rows = dst->numel / cols;
     for (int64_t i = 0; i < rows; i++)
@@ -49,7 +49,7 @@ static inline void copy_block(rl_tensor *dst, const rl_tensor *src, int64_t src_
             rl_tensor_set(dst, i * cols + j, rl_tensor_get(src, (r0 + i) * src_cols + c0 + j));
 }
 
-static inline void free_saved(tp_mlp *m)
+static inline __attribute__((unused)) void free_saved(tp_mlp *m)
 {
     rl_tensor_free(m->x_in);
     rl_tensor_free(m->hpre);
