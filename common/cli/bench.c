@@ -186,6 +186,9 @@ static int bench_rank(rl_ctx *ctx, void *arg)
     int n = rl_comm_size(world), r = rl_comm_rank(world);
     if (r == 0)
         b->on_gpu = rl_backend_has_gpu(ctx);
+    rl_tensor *ok = rl_tensor_new_1d(ctx, "ok", RL_F32, RL_MEM_OTHER, 1); /* before any large buffer */
+    if (!ok)
+        return rl_error(ctx, RL_ERR_NOMEM, "out of memory before the first row");
     for (int row = 0; row < b->nrows; row++) {
         bench_row *br = &b->rows[row];
         int64_t sc, rc;
@@ -196,18 +199,31 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         int64_t in_off = b->kind == RL_COLL_ALL_GATHER ? (int64_t)r * sc : 0;
         /* (sendrecv has no in-place form: the buffer would be overwritten while it is sent) */
         int has_in_place = sc <= rc && b->kind != KIND_SENDRECV;
-        rl_tensor *in_send = has_in_place ? rl_tensor_slice(recv, in_off, sc) : NULL;
+        rl_tensor *in_send = has_in_place && recv ? rl_tensor_slice(recv, in_off, sc) : NULL;
         rl_tensor *in_recv = has_in_place ? recv : NULL;
         rl_tensor *big = NULL;
         if (b->kind == RL_COLL_REDUCE_SCATTER) {
             /* reduce_scatter in place: recv is chunk r of the send buffer */
             big = rl_tensor_new_1d(ctx, "inplace", b->dtype, RL_MEM_COMM, sc);
             in_send = big;
-            in_recv = rl_tensor_slice(big, (int64_t)r * rc, rc);
+            in_recv = big ? rl_tensor_slice(big, (int64_t)r * rc, rc) : NULL;
         }
         /* a host staging buffer (host memory on the GPU too), as a tensor so an aborted run frees it */
         rl_tensor *staging = rl_tensor_new_host(ctx, "staging", RL_F32, sc > rc ? sc : rc);
-        float *host = rl_tensor_host_data(staging);
+        float *host = staging ? rl_tensor_host_data(staging) : NULL;
+        /* every rank learns whether every rank has its buffers: none goes on into a collective alone */
+        int have = send && recv && host && (b->kind != RL_COLL_REDUCE_SCATTER || big);
+        rl_tensor_set(ok, 0, (float)have);
+        rl_all_reduce(world, ok, ok, RL_MIN, 0);
+        if (rl_tensor_get(ok, 0) < 0.5f) {
+            double need = (double)(sc + rc + (sc > rc ? sc : rc)) * 4.0 + (big ? (double)sc * 4 : 0);
+            rl_tensor_free(b->kind == RL_COLL_REDUCE_SCATTER ? in_recv : in_send);
+            rl_tensor_free(staging), rl_tensor_free(big), rl_tensor_free(send), rl_tensor_free(recv);
+            rl_tensor_free(ok);
+            return rl_error(ctx, RL_ERR_NOMEM, "out of memory: the %lld-byte row needs about %.0f bytes of buffers per "
+                            "rank (send, receive, host staging) and some rank could not get them: try a smaller -e",
+                            (long long)br->bytes, need);
+        }
         for (int ip = 0; ip < 2; ip++) {
             rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;
             if (!s || !d)
@@ -254,6 +270,7 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         rl_tensor_free(send);
         rl_tensor_free(recv);
     }
+    rl_tensor_free(ok);
     return 0;
 }
 

@@ -356,6 +356,16 @@ START_TEST(test_bench_cli)
     ck_assert_ptr_nonnull(strstr(out, "use --backend sim"));
     ck_assert_int_eq(run_ringlab("bench all_reduce --backend auto -b 8 -e 8 -n 1 -w 0", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "using sim"));
+    /* buffers that do not fit the address space: a message and exit 1 on every rank's behalf, not a
+     * NULL buffer filled, a hang or an "OK" (not under the sanitizers, whose shadow needs the space) */
+    if (!quick) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "ulimit -v 1200000 && OPENBLAS_NUM_THREADS=1 timeout 120 %s/ringlab bench all_reduce "
+                 "--ranks 2 -b 256M -e 256M -n 1 -w 0 2>&1", rl_test_build());
+        int st = rl_test_run_cmd(cmd, out, sizeof out);
+        ck_assert_msg(st == 1 && strstr(out, "out of memory: the 268435456-byte row needs") && !strstr(out, " OK"),
+                      "%s: exit %d\n%s", cmd, st, out);
+    }
 }
 END_TEST
 
