@@ -73,7 +73,13 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
         break;
     case RL_VIEW_PIPELINE:
     case RL_VIEW_SHAPES:
-        if (key == 'n' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_RIGHT || key == 'l')))
+        if (s->view == RL_VIEW_PIPELINE && key == 't')
+            s->ticks = !s->ticks, s->scroll = 0;
+        else if (s->view == RL_VIEW_PIPELINE && s->ticks && (key == 'j' || key == RL_KEY_DOWN))
+            s->scroll++;
+        else if (s->view == RL_VIEW_PIPELINE && s->ticks && (key == 'k' || key == RL_KEY_UP) && s->scroll > 0)
+            s->scroll--;
+        else if (key == 'n' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_RIGHT || key == 'l')))
             s->step_idx++, s->scroll = 0;
         else if ((key == 'p' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_LEFT || key == 'h'))) && s->step_idx > 0)
             s->step_idx--, s->scroll = 0;
@@ -151,6 +157,8 @@ static void draw_help(rl_canvas *c)
         "           same rank (100% = all communication hidden)",
         "pipeline   n p  next / previous step; bubble = idle share of the",
         "           stage x time grid, beside (p-1)/(m+p-1)",
+        "           t  tick table of the step (one op per tick, as",
+        "           PyTorch's schedule dump)   ↑ ↓ or j k  scroll it",
         "shapes     ↑ ↓ or j k  scroll   PgUp PgDn  page   n p  step",
         "memory     ↑ ↓ or j k  select a rank",
         "mesh       ← → ↑ ↓ or h j k l  select a rank; its group in every",

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pipeline.h"
 #include "views.h"
 
 static int is_pipeline_event(const rl_trace_event *e)
@@ -62,6 +63,45 @@ static int row_cmp(const void *pa, const void *pb)
     return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
+/* The step's tick table (rl_pp_print_ticks), from line s->scroll on. */
+static void draw_ticks(rl_canvas *c, int y0, int y1, const rl_trace *t, int step, rl_tui_state *s)
+{
+    char err[256] = "", *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rl_pp_schedule *ps = f ? rl_pp_schedule_from_trace(t, step, err, sizeof err) : NULL;
+    int rc = ps ? rl_pp_print_ticks(ps, f, err, sizeof err) : -1;
+    rl_pp_schedule_free(ps);
+    if (f)
+        fclose(f);
+    int y = y0;
+    char head[160];
+    snprintf(head, sizeof head, "%s %d: one op per tick, messages free (PyTorch's schedule dump) · t: time grid",
+             step >= 0 ? "step" : "whole run", step);
+    rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, step >= 0 ? head : strchr(head, ':') + 2);
+    if (rc || !text) {
+        rl_canvas_text(c, 1, y, c->w - 2, RL_TUI_HILITE, err[0] ? err : "out of memory");
+        free(text);
+        return;
+    }
+    /* the header line stays; the ticks scroll under it */
+    int nlines = 0;
+    for (const char *q = text; *q; q++)
+        nlines += *q == '\n';
+    if (s->scroll > nlines - 2)
+        s->scroll = nlines > 2 ? nlines - 2 : 0;
+    int line = 0;
+    for (char *q = text, *e; *q && y < y1; q = e + 1, line++) {
+        e = strchr(q, '\n');
+        if (!e)
+            break;
+        *e = 0;
+        if (line == 0 || line > s->scroll)
+            rl_canvas_text(c, 1, y++, c->w - 2, line == 0 ? RL_TUI_HILITE : RL_STYLE_PLAIN, q);
+    }
+    free(text);
+}
+
 void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
 {
     const rl_trace *t = m->trace;
@@ -107,6 +147,10 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_text(c, 1, y0 + 2, -1, RL_STYLE_PLAIN,
                        "Pipeline runs (lab 30.4) tag their ops with phase F/B/W, micro-batch and stage;");
         rl_canvas_text(c, 1, y0 + 3, -1, RL_STYLE_PLAIN, "this view draws them as a stage x time grid.");
+        goto done;
+    }
+    if (s->ticks) {
+        draw_ticks(c, y0, y1, t, step, s);
         goto done;
     }
     if (T1 <= T0)

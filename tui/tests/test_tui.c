@@ -320,6 +320,21 @@ START_TEST(test_pipeline_snapshot)
     txt = render(t, RL_VIEW_PIPELINE, 120, 16);
     ck_assert_has(txt, "formula (p-1)/(m+p-1) = 3/11 = 27.3%");
     free(txt);
+    /* t: the step's tick table; j scrolls it under its header; t again: the grid */
+    static const int tkeys[] = { 't', 0 }, scroll[] = { 't', 'j', 'j', 0 }, back[] = { 't', 't', 0 };
+    txt = render_keys(t, RL_VIEW_PIPELINE, 120, 16, 0, tkeys);
+    ck_assert_has(txt, "one op per tick, messages free (PyTorch's schedule dump)");
+    ck_assert_has(txt, "tick  stage0   stage1   stage2   stage3");
+    ck_assert_has(txt, "   0  F0       .        .        .");
+    ck_assert_has(txt, "   3  F3       F2       F1       F0");
+    free(txt);
+    txt = render_keys(t, RL_VIEW_PIPELINE, 120, 16, 0, scroll);
+    ck_assert_has(txt, "tick  stage0   stage1   stage2   stage3");
+    ck_assert_msg(!strstr(txt, "   0  F0 ") && strstr(txt, "   2  F2       F1       F0"), "%s", txt);
+    free(txt);
+    txt = render_keys(t, RL_VIEW_PIPELINE, 120, 16, 0, back);
+    ck_assert_has(txt, "formula (p-1)/(m+p-1) = 3/11 = 27.3%");
+    free(txt);
     rl_trace_free(t);
 }
 END_TEST
