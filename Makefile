@@ -394,7 +394,8 @@ $(BUILD)/variants/$(1)/$(2)/$(3): $(4)
 endef
 
 # $(1) lab, $(2) variant dir name, $(3) the sed script: the solution file patched by it, linked
-# with the objects of the lab's other files (as built for labs/NN_name)
+# with the objects of the lab's other files (as built for labs/NN_name); a correct variant (ok_)
+# links the object its check read, as a learner's file does
 sol_file    = $(firstword $(call sol_srcs,$(1)))
 lab_file    = $(notdir $(firstword $(filter-out %/main.c %_support.c,$(call lab_srcs,$(1)))))
 lab_others  = $(filter-out %/main.c labs/$(1)/$(notdir $(call sol_file,$(1))),$(call lab_srcs,$(1)))
@@ -405,8 +406,9 @@ $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1
 	@sed -f $(3) $$< > $$@.tmp
 	@if cmp -s $$< $$@.tmp; then echo "$(3) changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
-$(BUILD)/variants/$(1)/$(2)/grade: $(call grade_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) \
-  $(call lab_others,$(1))) $(TUI_LIB) $(LIB)
+$(BUILD)/variants/$(1)/$(2)/grade: $(if $(filter ok_%,$(2)),$(call checked_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir \
+  $(call sol_file,$(1))) $(call lab_others,$(1)),$(BUILD)/variants/$(1)/$(2)),$(call grade_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir \
+  $(call sol_file,$(1))) $(call lab_others,$(1)))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
 	@sh grader/pad.sh $$@.pad.o $$(CC)
 	@sh grader/shuffle.sh $$@.shuffle.ld $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB)
