@@ -309,7 +309,7 @@ $(2)/objcheck.ok: $(3) $(OBJCHECK) grader/allow/common.txt grader/allow/$(1).txt
 	@mkdir -p $$(dir $$@)
 	@echo "  CHECK $(3)"
 	@$$(CC) $$(OBJCHECK_FLAGS) -I$(4) -E $(3) -o $(2)/objcheck.i
-	@$$(CC) $$(CFLAGS) $$(OBJCHECK_CC) -c $(2)/objcheck.i -o $(2)/objcheck.o
+	@$$(CC) $$(filter-out -I%,$$(CFLAGS)) $$(OBJCHECK_CC) -c $(2)/objcheck.i -o $(2)/objcheck.o
 	@$(OBJCHECK) --rules grader/allow/common.txt --rules grader/allow/$(1).txt --source $(3) \
 	  --preprocessed $(2)/objcheck.i $(2)/objcheck.o
 	@touch $$@

@@ -4,4 +4,4 @@
 # On ef12d4d this line is the reference solution's own (it scored full marks there).
 # step: 30.4
 # caught-by: executor: interleaved gradients = unpipelined model
-s|^        if (s->v > 1 .*i + 1 < n \&\& s->ops\[r\]\[i + 1\].kind != o->kind) {$|        if (s->v > 1 \&\& i + 1 < n \&\& s->ops[r][i + 1].kind != o->kind) { /* at every change of kind */|
+s|^        if (s->v > 1 .*i + 1 < n \&\& s->ops\[r\]\[i + 1\].kind != o->kind) {$|        if (((void)mixed, s->v > 1) \&\& i + 1 < n \&\& s->ops[r][i + 1].kind != o->kind) { /* at every change of kind */|
