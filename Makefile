@@ -399,6 +399,7 @@ endef
 sol_file    = $(firstword $(call sol_srcs,$(1)))
 lab_file    = $(notdir $(firstword $(filter-out %/main.c %_support.c,$(call lab_srcs,$(1)))))
 lab_others  = $(filter-out %/main.c labs/$(1)/$(notdir $(call sol_file,$(1))),$(call lab_srcs,$(1)))
+patched_srcs = $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))) $(call lab_others,$(1))
 define LAB_PATCHED
 $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1)) $(3)
 	@mkdir -p $$(dir $$@)
@@ -406,9 +407,8 @@ $(BUILD)/variants/$(1)/$(2)/$(notdir $(call sol_file,$(1))): $(call sol_file,$(1
 	@sed -f $(3) $$< > $$@.tmp
 	@if cmp -s $$< $$@.tmp; then echo "$(3) changed nothing in $$<" >&2; rm -f $$@.tmp; exit 1; fi
 	@mv $$@.tmp $$@
-$(BUILD)/variants/$(1)/$(2)/grade: $(if $(filter ok_%,$(2)),$(call checked_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir \
-  $(call sol_file,$(1))) $(call lab_others,$(1)),$(BUILD)/variants/$(1)/$(2)),$(call grade_objs,$(1),$(BUILD)/variants/$(1)/$(2)/$(notdir \
-  $(call sol_file,$(1))) $(call lab_others,$(1)))) $(TUI_LIB) $(LIB)
+$(BUILD)/variants/$(1)/$(2)/grade: $(if $(filter ok_%,$(2)),$(call checked_objs,$(1),$(call patched_srcs,$(1),$(2)),$(BUILD)/variants/$(1)/$(2)),$(call \
+  grade_objs,$(1),$(call patched_srcs,$(1),$(2)))) $(TUI_LIB) $(LIB)
 	@echo "  LINK  $$@"
 	@sh grader/pad.sh $$@.pad.o $$(CC)
 	@sh grader/shuffle.sh $$@.shuffle.ld $$(filter %.o,$$^) $$(TUI_LIB) $$(LIB)

@@ -618,7 +618,7 @@ static void mlp_ref_free(mlp_ref *d)
     memset(d, 0, sizeof *d);
 }
 
-/* Runs the dense forward and backward of d (weights, x, dy set) into y, dx and the gradients. */
+/* Runs the dense forward and backward of d (weights, x, dy set) into its y, dx and gradients. */
 static int mlp_dense(rl_ctx *ctx, mlp_ref *d)
 {
     int64_t rows = d->rows, h = d->h, f = d->f, sx[2] = { rows, h }, sf[2] = { rows, f }, s1[2] = { h, f },
@@ -641,8 +641,6 @@ static int mlp_dense(rl_ctx *ctx, mlp_ref *d)
     q = q ? q : rl_gelu_backward(ctx, pre, dact, dpre);
     q = q ? q : rl_bias_backward(ctx, dpre, ga);
     q = q ? q : rl_matmul_backward(ctx, x, 0, A, 0, dpre, dx, 0, gA, 1);
-    d->y = fnew(rows * h), d->dx = fnew(rows * h), d->dA = fnew(h * f), d->da = fnew(f), d->dB = fnew(f * h),
-    d->dc = fnew(h);
     q = q ? q : rl_tensor_to_f32(y, d->y, rows * h) || rl_tensor_to_f32(dx, d->dx, rows * h) ||
                 rl_tensor_to_f32(gA, d->dA, h * f) || rl_tensor_to_f32(ga, d->da, f) ||
                 rl_tensor_to_f32(gB, d->dB, f * h) || rl_tensor_to_f32(gc, d->dc, h);
@@ -652,8 +650,8 @@ static int mlp_dense(rl_ctx *ctx, mlp_ref *d)
     return q;
 }
 
-/* Random dense weights and data for an MLP of hidden size h over `rows` rows, and its results. */
-static void mlp_ref_make(mlp_ref *d, int64_t rows, int64_t h, rl_rng *g)
+/* Random dense weights and data for an MLP of hidden size h over `rows` rows; its results zero. */
+static void mlp_ref_fill(mlp_ref *d, int64_t rows, int64_t h, rl_rng *g)
 {
     memset(d, 0, sizeof *d);
     d->rows = rows, d->h = h, d->f = 4 * h;
@@ -666,11 +664,17 @@ static void mlp_ref_make(mlp_ref *d, int64_t rows, int64_t h, rl_rng *g)
     fill(d->c, h, g, 0.1);
     fill(d->x, rows * h, g, 1.0);
     fill(d->dy, rows * h, g, 1.0);
-    if (!rl_grade_judging()) { /* the child: the code under test must find no reference in its memory */
-        d->y = fnew(rows * h), d->dx = fnew(rows * h), d->dA = fnew(h * f), d->da = fnew(f), d->dB = fnew(f * h),
-        d->dc = fnew(h);
+    d->y = fnew(rows * h), d->dx = fnew(rows * h), d->dA = fnew(h * f), d->da = fnew(f), d->dB = fnew(f * h),
+    d->dc = fnew(h);
+}
+
+/* mlp_ref_fill, and in the judge the results (the child, where the code under test runs, must
+ * find no reference in its memory). */
+static void mlp_ref_make(mlp_ref *d, int64_t rows, int64_t h, rl_rng *g)
+{
+    mlp_ref_fill(d, rows, h, g);
+    if (!rl_grade_judging())
         return;
-    }
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     int q = mlp_dense(ctx, d);
     rl_ctx_free_standalone(ctx);
@@ -1776,10 +1780,9 @@ static void sp_case_make(sp_case *c, int t, int64_t s, int64_t b, int64_t h, rl_
     fill(c->dy, n, g, 1.0);
     snprintf(g_case, sizeof g_case, "t = %d, s = %lld, b = %lld, h = %lld (s/t = %lld)", t, (long long)s, (long long)b,
              (long long)h, (long long)(s / t));
-    if (!rl_grade_judging()) { /* the child: the weights (drawn as the judge draws them), no reference */
-        mlp_ref_make(&c->d, rows, h, g);
+    mlp_ref_fill(&c->d, rows, h, g); /* random weights; its x and dy become LayerNorm(x) and dy below */
+    if (!rl_grade_judging()) /* the child: no reference */
         return;
-    }
     /* the MLP runs on LayerNorm(x) with the block's dy */
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     rl_tensor *x = tnew(ctx, "x", 2, sh, "sb,h", c->x), *ln = tnew(ctx, "ln", 2, sh, "sb,h", NULL);
@@ -1790,10 +1793,8 @@ static void sp_case_make(sp_case *c, int t, int64_t s, int64_t b, int64_t h, rl_
     int rc = rl_layernorm_forward(ctx, x, ga, be, 1e-5f, ln, mu, rs);
     float *lnv = fnew(n);
     rc = rc ? rc : rl_tensor_to_f32(ln, lnv, n);
-    mlp_ref_make(&c->d, rows, h, g);   /* random weights; its x, dy replaced below */
     memcpy(c->d.x, lnv, sizeof(float) * (size_t)n);
     memcpy(c->d.dy, c->dy, sizeof(float) * (size_t)n);
-    free(c->d.y), free(c->d.dx), free(c->d.dA), free(c->d.da), free(c->d.dB), free(c->d.dc);
     rc = rc ? rc : mlp_dense(ctx, &c->d);
     for (int64_t i = 0; i < n; i++)
         c->y[i] = c->x[i] + c->d.y[i];
