@@ -588,7 +588,7 @@ help:
 	@echo "  build/ringlab bench COLLECTIVE|gemm   nccl-tests-style tables (modelled and wall time), GEMM GFLOP/s"
 	@echo "  build/ringlab calc TOPIC              cost calculators (zero, allreduce, tp, activation, bubble, flops, moe, plan)"
 	@echo "  build/ringlab train --model M         one-rank training of mlp, transformer or moe"
-	@echo "  build/ringlab view FILE               the terminal UI on a trace (--render VIEW for text)"
+	@echo "  build/ringlab view FILE               the terminal UI on a trace (--render VIEW for text, --ticks for the pipeline tick table)"
 
 # Replays a trace in the TUI (keys 1-5 views, ? help, q quit).
 view: $(RINGLAB)
