@@ -30,7 +30,8 @@ static const char *const recipes31[] = {
     "r % TP", "r / TP % CP", "lay->group[d][r]", "pending = op", "td_p2p(e, e->comms.pp, pending",
     "e->dp_rank * e->shard", "rl_reduce_scatter(dp", "rl_all_gather(dp", "e->loss_sum / m", "- zmax",
     "kept[e] < C", "rl_all_to_all(ep", "rl_scatter_add_rows(ctx, back", "hi[r] < s", "v[n/2 - 1]",
-    "(m + pp - 1)", "plan_group_link(hw, tp, pp)", NULL,
+    "(m + pp - 1)", "plan_group_link(hw, tp, pp)", "highest seq there is below", "NOT a rank waiting inside",
+    "records that start above", NULL,
 };
 
 /* The labs whose steps are contracts with a hint ladder, their steps and their own recipe text. */

@@ -111,7 +111,7 @@ static inline int rl_test_run_cmd(const char *cmd, char *out, size_t size)
 /* Runs `PREFIX DIR/ringlab ARGS` (PREFIX: "" or e.g. "env RANK=1"), as rl_test_run_cmd. */
 static inline int rl_test_run_ringlab(const char *dir, const char *prefix, const char *args, char *out, size_t size)
 {
-    char cmd[1536];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s %s/ringlab %s 2>&1", prefix, dir, args);
     return rl_test_run_cmd(cmd, out, size);
 }

@@ -198,10 +198,10 @@ static int question_numbers(const char *text, const char *h, double *v, int max)
 
 /* The `ringlab calc` commands that check lab NN's derivation h on the learner's numbers v:
  * what a learner runs once they have worked it. */
-static int calc_commands(const char *lab, const char *h, const double *v, char cmds[][160])
+static int calc_commands(const char *lab, const char *h, const double *v, char cmds[][256])
 {
     int c = 0;
-#define CMD(...) snprintf(cmds[c++], 160, __VA_ARGS__)
+#define CMD(...) snprintf(cmds[c++], 256, __VA_ARGS__)
     if (!strcmp(lab, "28")) {
         if (!strcmp(h, "H1"))
             for (int k = 0; k < 3; k++)
@@ -241,6 +241,11 @@ static int calc_commands(const char *lab, const char *h, const double *v, char c
                 CMD("calc zero --params %.0f --dp %g", k ? v[0] : v[0] / (v[1] * v[2]), v[3]);
         if (!strcmp(h, "H2"))
             CMD("calc moe --tokens %g --experts %g --topk %g --cf %g --hidden %g", v[0], v[1], v[2], v[3], v[4]);
+        if (!strcmp(h, "H5")) { /* Ψ, L, h, a, S, B, G, TP, PP */
+            CMD("calc plan --params %.0f --layers %g --hidden %g --heads %g --seq %g --gbs %g --gpus %g "
+                "--hw h100-2node-ib --top 20", v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+            CMD("calc bubble --pp %g --mb %g --schedule 1f1b", v[8], v[5] / (v[6] / (v[7] * v[8])));
+        }
     }
 #undef CMD
     return c;
@@ -281,7 +286,7 @@ START_TEST(test_derivations_ask_what_calc_does_not_print)
     } labs[] = { { "28", "28_ddp", { "H1", "H2", "H3", "H4", "H5", "H6" } },
                  { "29", "29_zero_fsdp", { "H1", "H2", "H3" } },
                  { "30", "30_tp_pp_sp_cp", { "H1", "H3", "H4" } },
-                 { "31", "31_3d_moe_debug", { "H1", "H2", "H3" } } };
+                 { "31", "31_3d_moe_debug", { "H1", "H2", "H3", "H4", "H5" } } };
     char *out = malloc(1 << 16);
     int commands = 0;
     for (size_t l = 0; l < sizeof labs / sizeof labs[0]; l++) {
@@ -295,7 +300,7 @@ START_TEST(test_derivations_ask_what_calc_does_not_print)
         ck_assert_ptr_nonnull(file);
         for (int h = 0; labs[l].hs[h]; h++) {
             double v[16];
-            char cmds[8][160], prefix[8], all[1 << 15] = "";
+            char cmds[8][256], prefix[8], all[1 << 15] = "";
             question_numbers(g.text, labs[l].hs[h], v, 16);
             int nc = calc_commands(labs[l].lab, labs[l].hs[h], v, cmds);
             size_t used = 0;

@@ -129,12 +129,11 @@ int moe_forward(moe_layer *l, rl_comm *ep, const rl_tensor *x, rl_tensor *y, moe
 
 int diagnose(const rl_diag_flight *fl, diag_result *out)
 {
-    /* TODO(31.4): the contract is README.md, step 31.4, and lab31.h (the exact rules, ties
-     * included). In short: the lowest seq of a communicator that is inconsistent or incomplete —
-     * a mismatch names the rank whose call differs from the majority, a hang the member that
-     * never reached the seq (NOT a rank waiting inside it) —, the earliest such anomaly over the
-     * communicators; else a send/recv never completed (RL_DIAG_P2P); else RL_DIAG_NONE, rank −1,
-     * seq −1. The records come in any order; the message is never empty.
+    /* TODO(31.4): the contract is README.md, step 31.4 (what a dump holds, what to name, the
+     * conventions for ties). In short: the anomaly that began first over all communicators — a
+     * mismatch names the rank that deviates from the majority, a hang the rank responsible —;
+     * else a send/recv never completed (RL_DIAG_P2P); else RL_DIAG_NONE, rank −1, seq −1. The
+     * records come in any order; the message is never empty.
      * Stuck: make hint LAB=31 STEP=31.4 */
     if (out) {
         memset(out, 0, sizeof *out);

@@ -244,27 +244,14 @@ typedef struct diag_result {
     char message[256];
 } diag_result;
 
-/* YOURS: over flight dumps (loaded with rl_diag_flight_load): the lowest seq of a
- * communicator that is incomplete or inconsistent; different (op, count, dtype) = mismatch
- * (culprit: the rank that differs from the majority), a member that never reached it = hang
- * (culprit: the lowest such rank — NOT a rank that is waiting inside it). Exactly:
- *  - members: every rank for "world", else the ranks with records on that communicator; a
- *    member never reached seq s when its highest seq there is below s (records that start
- *    above s were rolled out of its recorder: that rank is not missing);
- *  - at one seq a mismatch is reported before a missing rank; the majority call is the one
- *    most of the ranks with a record at that seq made (a tie: the call of the lowest of them),
- *    the culprit the lowest rank whose call differs; every member present but a record not
- *    "completed" (any other state: "started", "enqueued", "failed"): a hang with rank −1;
- *  - over communicators: the anomaly whose seq was first enqueued (the lowest t_enqueued of
- *    its records) wins; at equal times a mismatch beats a hang, then the communicator name
- *    that sorts first (strcmp);
- *  - no collective anomaly but a send/recv (seq −1) not "completed": RL_DIAG_P2P, rank = the
- *    lowest rank blocked in one, its oldest such call (lowest t_enqueued, then p2p seq — sends
- *    and receives are numbered apart, so the lowest p2p seq need not be the oldest): seq = its
- *    p2p_seq, comm its communicator;
- *  - nothing found: RL_DIAG_NONE, rank −1, seq −1.
- * The order of the records in the dump does not matter. message: one line, never empty
- * (RL_DIAG_NONE too). Returns 0. */
+/* YOURS: the root cause of a failed run, from every rank's flight records (loaded with
+ * rl_diag_flight_load; in any order). A recorder keeps only a rank's most recent calls; "world"
+ * holds every rank, another communicator the ranks with records on it. Of the communicators'
+ * anomalies (the first seq at which a communicator's members stop agreeing or do not all get
+ * through), the one that began first: RL_DIAG_MISMATCH (calls differ; the culprit deviates from
+ * the majority) or RL_DIAG_HANG (the culprit: the rank responsible; -1 when none can be
+ * blamed); else a send/recv never completed (RL_DIAG_P2P); else RL_DIAG_NONE, rank -1, seq -1.
+ * Conventions for ties: README.md, step 31.4. message: one line, never empty. Returns 0. */
 int diagnose(const rl_diag_flight *fl, diag_result *out);
 
 typedef struct straggler_result {
