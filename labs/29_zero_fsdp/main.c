@@ -47,6 +47,36 @@ static const char *mb(double bytes, char *buf, size_t size)
     return buf;
 }
 
+/* The Ideal line, from the cost model alone: the stage's fewest collectives (one of each over the
+ * whole bf16 model: ZeRO-1/2 a reduce-scatter and an all-gather, ZeRO-3 two all-gathers and a
+ * reduce-scatter; HSDP those of ZeRO-3 in the shard group plus an all-reduce of a shard across
+ * groups) as ring α-β times is the least comm any schedule needs; no step beats max(compute, comm). */
+static void print_ideal(const rl_hw *hw, zero_stage st, double psi, int W, int n, const zero_run_stats *s)
+{
+    int ranks[ZERO_MAX_RANKS], R = W / n;
+    for (int i = 0; i < W; i++)
+        ranks[i] = i;
+    double bytes = 2 * psi, comm;
+    if (st == ZERO_HSDP) {
+        const rl_link *ls = rl_hw_group_link(hw, ranks, n);
+        for (int i = 0; i < R; i++)
+            ranks[i] = i * n;
+        const rl_link *lr = rl_hw_group_link(hw, ranks, R);
+        comm = 2 * rl_ab_time(RL_COLL_ALL_GATHER, RL_ALGO_RING, n, bytes, ls) +
+               rl_ab_time(RL_COLL_REDUCE_SCATTER, RL_ALGO_RING, n, bytes, ls) +
+               (R > 1 ? rl_ab_time(RL_COLL_ALL_REDUCE, RL_ALGO_RING, R, bytes / n, lr) : 0);
+    } else {
+        const rl_link *l = rl_hw_group_link(hw, ranks, W);
+        comm = (st == ZERO_STAGE3 ? 2 : 1) * rl_ab_time(RL_COLL_ALL_GATHER, RL_ALGO_RING, W, bytes, l) +
+               rl_ab_time(RL_COLL_REDUCE_SCATTER, RL_ALGO_RING, W, bytes, l);
+    }
+    double floor = s->compute_time > comm ? s->compute_time : comm;
+    printf("Ideal   (cost model) this stage's fewest collectives take %.1f us; with your compute %.1f us no step "
+           "beats\n        max(compute, comm) = %.1f us (every byte hidden); yours %.1f us (%+.1f%%), your comm "
+           "stream busy %.1f us\n", comm * 1e6, s->compute_time * 1e6, floor * 1e6, s->step_time * 1e6,
+           100 * (s->step_time - floor) / floor, s->comm_time * 1e6);
+}
+
 static void summary(const zero_run_config *cfg, const zero_run_stats *s, const zero_run_stats *nopf,
                     const zero_run_stats *nowrap)
 {
@@ -126,6 +156,8 @@ static void summary(const zero_run_config *cfg, const zero_run_stats *s, const z
         printf("        one unit for the whole model (no wrap policy): param peak %s vs %s per-block\n",
                mb((double)nowrap->mem_peak[RL_MEM_PARAM], b1, sizeof b1),
                mb((double)s->mem_peak[RL_MEM_PARAM], b2, sizeof b2));
+    if (have_c && W > 1 && W <= ZERO_MAX_RANKS && n > 0)
+        print_ideal(hw, st, psi, W, n, s);
     printf("Loss    %.5f after step 0, %.5f after step %d (mean over ranks)\n", s->first_loss, s->last_loss,
            cfg->steps - 1);
 }

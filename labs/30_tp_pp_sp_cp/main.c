@@ -172,6 +172,14 @@ int main(int argc, char **argv)
         printf("        pipeline step %.3f ms of virtual time on %d stages (t_f = %.1f ms, t_b = %.1f ms per stage and "
                "micro-batch); p2p send/recv paired in groups (Megatron)\n", s.pp.makespan * 1e3, cfg.p, cfg.t_f * 1e3,
                cfg.t_b * 1e3);
+        if (!rl_calc_bubble(&bi, &bo, NULL, 0) && bo.frac_total < 1) {
+            /* a stage's work m·(t_f + t_b) is (1 − bubble) of the makespan when sends are free */
+            double ideal = cfg.m * (cfg.t_f + cfg.t_b) / (1 - bo.frac_total);
+            printf("Ideal   (cost model) %s with free sends: m·(t_f + t_b) / (1 − bubble) = %.3f ms; yours %.3f ms\n"
+                   "        (%+.1f%%: the sends, and any op that waits longer than the schedule needs)\n",
+                   rl_pp_kind_name(cfg.schedule), ideal * 1e3, s.pp.makespan * 1e3,
+                   100 * (s.pp.makespan - ideal) / ideal);
+        }
         printf("        pipeline gradients vs the unpipelined model: max rel. difference %.2g (%s); loss %.6g vs %.6g\n",
                s.pp_grad_err, s.pp_grad_err <= 1e-4 ? "right" : "WRONG: an op missing, run twice or fed the wrong input",
                s.pp_loss, s.pp_ref_loss);

@@ -199,11 +199,16 @@ static int part_3d(const args *a)
         printf("\n== Lab 31.2 summary: dp=%d x pp=%d x tp=%d, m=%d micro-batches of 4 ==\n", a->dp, a->pp, a->tp, a->m);
         printf("Shape   fc1 [h, 4h/t] = [64, %d] and fc2 [4h/t, h] per TP rank; %d blocks per stage; ZeRO-1 piece "
                "= 1/%d of each rank's flat vector\n", 256 / a->tp, 4 / a->pp, a->dp);
-        printf("Cost    rank 0 sent per run: TP %lld B, PP %lld B, DP (ZeRO-1) %lld B; 1F1B bubble (p-1)/(m+p-1) = "
-               "%.1f%%\n", (long long)t->tp_bytes, (long long)t->pp_bytes, (long long)t->dp_bytes,
-               100 * bo.frac_total);
+        printf("Cost    rank 0 sent per run: TP %lld B, PP %lld B, DP (ZeRO-1) %lld B\n", (long long)t->tp_bytes,
+               (long long)t->pp_bytes, (long long)t->dp_bytes);
         printf("Machine step time on rank 0 (virtual) %.1f us; --trace FILE then ringlab view FILE shows all three "
                "groups\n", t->step_time * 1e6);
+        rl_pp_trace_stats ps;
+        char perr[256];
+        if (tr && rl_pp_bubble_from_trace(tr, t->steps - 1, &ps, perr, sizeof perr) == 0)
+            printf("Ideal   (cost model) 1F1B leaves (p-1)/(m+p-1) = %.1f%% of the step idle with free comm; your last "
+                   "step: %.1f%% idle\n        between its first and last F/B op (the TP all-reduces and the sends "
+                   "inside the step add to it)\n", 100 * bo.frac_total, 100 * ps.bubble_frac);
     }
     rl_trace_free(tr);
     int r = rc ? rl_exit_status(rc) : t->rc ? 1 : 0;
@@ -273,6 +278,13 @@ static int part_moe(const args *a)
                routed ? 100.0 * drop / routed : 0, mr->st[0].aux_loss, mo.total_bytes);
         printf("Machine the hottest expert's rank computes the most rows; everyone waits for it in the combine "
                "all-to-all%s\n", mr->st[0].hot_redirected ? " (hot-expert fault active)" : "");
+        int64_t hot = 0;
+        for (int e = 0; e < a->experts; e++)
+            hot = hist[e] > hot ? hist[e] : hot;
+        if (routed > 0)
+            printf("Ideal   balanced routing: %.1f slots per expert; your busiest expert got %lld (%.2fx): its rank's "
+                   "expert work, and the wait of everyone else, grow by that factor\n", (double)routed / a->experts,
+                   (long long)hot, hot * (double)a->experts / (double)routed);
     }
     int r = rc ? rl_exit_status(rc) : mr->rc ? 1 : 0;
     free(mr);
