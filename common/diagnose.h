@@ -53,24 +53,14 @@ typedef struct rl_diag_result {
 
 /* "none", "hang", "mismatch", "p2p". */
 const char *rl_diag_kind_name(rl_diag_kind k);
-/* Compares ranks seq by seq on every communicator: at the lowest seq that is incomplete or
- * inconsistent, different (op, count, dtype) among ranks is a mismatch (culprit: the rank
- * whose call differs from the majority), a member that never reached the seq is a hang
- * (culprit: that rank); without collectives stuck, a send/recv never matched is p2p. Exact rules:
- *  - members: every rank for "world", else the ranks with records on that communicator; a member
- *    "never reached" seq s when its highest seq there is below s (a rank whose records start
- *    above s had s rolled out of its recorder: it is not missing);
- *  - mismatch: the majority call is the one most ranks made (a tie: the call of the lowest rank
- *    among them); the culprit is the lowest rank whose call differs. Hang: the lowest missing
- *    member; every member present but a record not completed: a hang with rank -1;
- *  - over communicators: the anomaly whose seq was enqueued first (the lowest t_enqueued of its
- *    records) wins; at equal times a mismatch beats a hang, then the communicator name that
- *    sorts first (strcmp);
- *  - p2p (no collective anomaly, a send/recv not completed): the lowest such rank, its oldest
- *    such call (lowest t_enqueued, then p2p seq); seq is its p2p seq.
- * Nothing found: RL_DIAG_NONE, rank -1, seq -1. The order of records in the dump does not
- * matter; a record whose rank is outside 0..nranks-1 is ignored. RL_OK, or RL_ERR_ARG for
- * NULL arguments or nranks outside 0..RL_DIAG_MAX_RANKS. */
+/* The root cause of a failed run from every rank's flight records: of the communicators'
+ * anomalies (the first seq at which a communicator's members stop agreeing or do not all get
+ * through), the one that began first — a mismatch (calls differ; culprit: the rank that deviates
+ * from the majority) or a hang (culprit: the rank responsible; -1 when none can be blamed); else
+ * a send/recv never matched (p2p); else RL_DIAG_NONE, rank -1, seq -1. The same contract as lab
+ * 31's diagnose() (labs/31_3d_moe_debug/README.md, step 31.4, with its conventions for ties).
+ * The order of records in the dump does not matter; a record whose rank is outside 0..nranks-1
+ * is ignored. RL_OK, or RL_ERR_ARG for NULL arguments or nranks outside 0..RL_DIAG_MAX_RANKS. */
 int rl_diag_flight_analyze(const rl_diag_flight *fl, rl_diag_result *out);
 
 /* Thresholds of the spread analysis (zero fields take the defaults shown). */

@@ -20,8 +20,10 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ringlab view FILE                         the interactive viewer (needs a terminal)\n"
-            "       ringlab view FILE --render VIEW --size WxH [--ascii]\n"
-            "                                                 print one view as text and exit\n"
+            "       ringlab view FILE --render VIEW --size WxH [--ascii] [--at TIME]\n"
+            "                                                 print one view as text and exit (--at: with\n"
+            "                                                 the playhead at TIME, e.g. 1.5ms, and its narration)\n"
+            "       ringlab view FILE --narrate --at TIME     print what happens at TIME (the narration)\n"
             "       ringlab view FILE --ticks                 print the pipeline schedule the run executed\n"
             "                                                 as a tick table (one op per tick, as PyTorch's\n"
             "                                                 schedule dump; F3.1: micro-batch 3, chunk 1)\n"
@@ -33,7 +35,8 @@ static void usage(FILE *f)
             "       ringlab view --bench [--events N] [--frames K]\n"
             "                                                 trace load time, memory and timeline frame time\n"
             "VIEW: timeline pipeline shapes memory mesh. FILE: a Chrome trace-event JSON written by a\n"
-            "ringlab run (--trace FILE). Keys in the viewer: 1-5 views, ? help, q quit.\n");
+            "ringlab run (--trace FILE). Keys in the viewer: 1-5 views, space play / pause, [ ] { } step,\n"
+            "< > speed, g go to a time, ? help, q quit.\n");
 }
 
 static int parse_size(const char *s, int *w, int *h)
@@ -274,7 +277,8 @@ static int demo(int argc, char **argv)
 int rl_cmd_view(int argc, char **argv)
 {
     const char *file = NULL, *render = NULL, *size = NULL, *synth = NULL, *out = NULL, *bench_file = NULL;
-    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8, ticks = 0;
+    const char *at = NULL;
+    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8, ticks = 0, narrate = 0;
     long long events = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -289,6 +293,10 @@ int rl_cmd_view(int argc, char **argv)
             do_bench = 1;
         } else if (strcmp(a, "--ticks") == 0) {
             ticks = 1;
+        } else if (strcmp(a, "--narrate") == 0) {
+            narrate = 1;
+        } else if (next && strcmp(a, "--at") == 0) {
+            at = argv[++i];
         } else if (next && strcmp(a, "--render") == 0) {
             render = argv[++i];
         } else if (next && strcmp(a, "--size") == 0) {
@@ -365,6 +373,20 @@ int rl_cmd_view(int argc, char **argv)
         fprintf(stderr, "ringlab view: --render '%s': choose timeline, pipeline, shapes, memory or mesh\n", render);
         return RL_EXIT_USAGE;
     }
+    rl_tui_state st;
+    rl_tui_state_init(&st);
+    st.view = (rl_tui_view)view;
+    st.title = file;
+    if (at && rl_tui_parse_time(at, &st.playhead)) {
+        fprintf(stderr, "ringlab view: --at '%s': give a time of the run, e.g. 1.5ms, 250us or 0.002 (seconds)\n", at);
+        return RL_EXIT_USAGE;
+    }
+    if ((narrate || at) && !(narrate ? at != NULL : render != NULL)) {
+        fprintf(stderr, "ringlab view: %s\n", narrate ? "--narrate needs --at TIME (the playhead)"
+                                                       : "--at TIME goes with --render VIEW or --narrate");
+        return RL_EXIT_USAGE;
+    }
+    st.play_on = at != NULL;
     char err[512];
     rl_trace *t = rl_trace_read_json(file, err, sizeof err);
     if (!t) {
@@ -372,13 +394,22 @@ int rl_cmd_view(int argc, char **argv)
         return RL_EXIT_FAIL;
     }
     int rc;
-    if (ticks) {
+    if (narrate) {
+        rl_tui_model *m = rl_tui_model_new(t);
+        char text[2048];
+        if (m)
+            rl_tui_narrate(m, &st, text, sizeof text), printf("%s\n", text);
+        else
+            fprintf(stderr, "ringlab view: out of memory\n");
+        rl_tui_model_free(m);
+        rc = m ? 0 : RL_EXIT_FAIL;
+    } else if (ticks) {
         rc = rl_pp_print_trace_ticks(t, stdout, err, sizeof err);
         if (rc)
             fprintf(stderr, "ringlab view --ticks: %s\n", err);
         rc = rc ? RL_EXIT_FAIL : 0;
     } else if (render) {
-        rc = rl_tui_render_text(t, (rl_tui_view)view, size ? w : 120, size ? h : 40, utf8, stdout, err, sizeof err);
+        rc = rl_tui_render_state(t, &st, size ? w : 120, size ? h : 40, utf8, stdout, err, sizeof err);
         if (rc)
             fprintf(stderr, "ringlab view: %s\n", err);
         rc = rc ? RL_EXIT_FAIL : 0;

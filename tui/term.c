@@ -169,6 +169,8 @@ int rl_term_read_key(rl_term *t, int timeout_ms)
         case KEY_PPAGE: return RL_KEY_PGUP;
         case KEY_NPAGE: return RL_KEY_PGDN;
         case KEY_RESIZE: return RL_KEY_RESIZE;
+        case KEY_ENTER: return RL_KEY_ENTER;
+        case KEY_BACKSPACE: return RL_KEY_BACKSPACE;
         default: return RL_KEY_NONE;
         }
     }

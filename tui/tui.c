@@ -39,16 +39,23 @@ static void move_cursor(rl_tui_state *s, int d)
 
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
 {
+    if (s->prompting) /* g: the keys are the time being typed */
+        return rl_tui_play_key(s, m, key), 0;
     if (key == 'q' || key == 'Q')
         return 1;
     if (key == '?') {
         s->help = !s->help;
         return 0;
     }
-    if (key == RL_KEY_ESC) {
-        s->help = 0;
+    if (s->help) { /* the help is modal: Esc or ? closes it, q quits, other keys wait */
+        if (key == RL_KEY_ESC)
+            s->help = 0;
         return 0;
     }
+    if (rl_tui_play_key(s, m, key))
+        return 0;
+    if (key == RL_KEY_ESC)
+        return 0;
     if (key >= '1' && key < '1' + RL_NVIEWS) {
         s->view = (rl_tui_view)(key - '1');
         s->help = 0;
@@ -66,8 +73,8 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
         case RL_KEY_END: rl_tui_timeline_pan(s, m, 1e12); break;
         case 'k': case RL_KEY_UP: if (s->lane > 0) s->lane--; break;
         case 'j': case RL_KEY_DOWN: if (s->lane + 1 < m->nlanes) s->lane++; break;
-        case ',': case '<': move_cursor(s, -1); break;
-        case '.': case '>': move_cursor(s, 1); break;
+        case ',': move_cursor(s, -1); break;
+        case '.': move_cursor(s, 1); break;
         default: break;
         }
         break;
@@ -133,6 +140,10 @@ static void draw_status(rl_canvas *c, const rl_tui_model *m, const rl_tui_state 
     const rl_trace *t = m->trace;
     char buf[1024];
     size_t k = 0;
+    rl_tui_play_status(buf, sizeof buf, m, s);
+    k = strlen(buf);
+    if (s->title)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, " %s ·", s->title);
     if (s->live)
         k += (size_t)snprintf(buf + k, sizeof buf - k, " LIVE %s · %zu events ·", s->live, t->n);
     k += (size_t)snprintf(buf + k, sizeof buf - k, " %d rank%s%s%s", t->nranks, t->nranks == 1 ? "" : "s",
@@ -150,6 +161,12 @@ static void draw_help(rl_canvas *c)
         "Keys",
         "1-5        views: 1 timeline 2 pipeline 3 shapes 4 memory 5 mesh",
         "?  Esc     show / hide this help          q  quit",
+        "playback   space  play / pause    [ ]  previous / next event edge",
+        "           { }  previous / next schedule op (F/B/W)    < >  slower /",
+        "           faster    g  go to a time (1.5ms)    x  hide the playhead",
+        "           timeline, pipeline and memory share the playhead; what",
+        "           has not happened yet is dimmed; the narration says what",
+        "           runs at the playhead",
         "timeline   + -  zoom in / out at the cursor     0  whole run",
         "           ← → or h l  pan     ↑ ↓ or j k  lane     , .  cursor",
         "           comm hidden: share of comm-stream busy time in the",
@@ -206,6 +223,16 @@ void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s)
 
 int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out, char *err, int errlen)
 {
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.view = view;
+    return rl_tui_render_state(t, &s, w, h, utf8, out, err, errlen);
+}
+
+int rl_tui_render_state(const rl_trace *t, const rl_tui_state *init, int w, int h, int utf8, FILE *out, char *err,
+                        int errlen)
+{
+    rl_tui_view view = init ? init->view : RL_NVIEWS;
     if (!t || view < 0 || view >= RL_NVIEWS) {
         snprintf(err, (size_t)errlen, "no trace or unknown view");
         return -1;
@@ -220,9 +247,7 @@ int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int ut
     if (!m || !c) {
         snprintf(err, (size_t)errlen, "out of memory");
     } else {
-        rl_tui_state s;
-        rl_tui_state_init(&s);
-        s.view = view;
+        rl_tui_state s = *init;
         rl_tui_draw(c, m, &s);
         rc = rl_canvas_write_text(c, utf8, out);
         if (rc)
@@ -231,6 +256,13 @@ int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int ut
     rl_canvas_free(c);
     rl_tui_model_free(m);
     return rc;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* 1 when stdin and stdout are a terminal, else 0 with the reason in err. */
@@ -261,7 +293,6 @@ static void show(rl_term *term, rl_canvas *c, const rl_tui_model *m, rl_tui_stat
 int rl_tui_replay(const rl_trace *t, const char *title)
 {
     char err[256];
-    (void)title;
     if (!have_tty(err, sizeof err, "the interactive viewer")) {
         fprintf(stderr, "ringlab view: %s; render a view as text instead: ringlab view FILE --render timeline --size 120x40\n",
                 err);
@@ -284,9 +315,14 @@ int rl_tui_replay(const rl_trace *t, const char *title)
     }
     rl_tui_state s;
     rl_tui_state_init(&s);
+    s.title = title;
+    double last = now_s();
     for (;;) {
         show(term, c, m, &s);
-        int key = rl_term_read_key(term, 1000);
+        int key = rl_term_read_key(term, s.playing ? 40 : 1000);
+        double now = now_s();
+        rl_tui_play_advance(&s, m, now - last);
+        last = now;
         if (key != RL_KEY_NONE && key != RL_KEY_RESIZE && rl_tui_handle_key(&s, m, key))
             break;
     }
@@ -294,13 +330,6 @@ int rl_tui_replay(const rl_trace *t, const char *title)
     rl_canvas_free(c);
     rl_tui_model_free(m);
     return RL_EXIT_OK;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Copies what was written to the temporary stderr file back to the real stderr. */

@@ -17,7 +17,7 @@ typedef enum {
 enum {
     RL_KEY_NONE = 0,
     RL_KEY_UP = 0x110000, RL_KEY_DOWN, RL_KEY_LEFT, RL_KEY_RIGHT, RL_KEY_HOME, RL_KEY_END,
-    RL_KEY_PGUP, RL_KEY_PGDN, RL_KEY_RESIZE, RL_KEY_ESC
+    RL_KEY_PGUP, RL_KEY_PGDN, RL_KEY_RESIZE, RL_KEY_ESC, RL_KEY_ENTER, RL_KEY_BACKSPACE
 };
 
 /* The smallest canvas the views are drawn on; smaller gets a one-line message. */
@@ -37,6 +37,15 @@ typedef struct rl_tui_state {
     int scroll;          /* first line of the shapes list (and of the tick table) */
     int plot_w;          /* timeline plot width in the last frame (set when drawing) */
     const char *live;    /* NULL when replaying; else the live run's status ("running") */
+    const char *title;   /* the file shown (status line), or NULL */
+    /* playback: one playhead for the timeline, pipeline and memory views */
+    int play_on;         /* the playhead is shown (space, [ ] { } or g start it; x hides it) */
+    int playing;         /* it moves with the clock */
+    double playhead;     /* virtual seconds */
+    int speed_exp;       /* speed ×2^speed_exp; ×1 plays the whole run in 20 s */
+    int prompting;       /* g: typing a time into prompt */
+    char prompt[24];
+    int prompt_bad;      /* the last time typed was not one */
 } rl_tui_state;
 
 /* The initial state: timeline view, whole run. */
@@ -47,6 +56,16 @@ int rl_tui_view_parse(const char *name);
 const char *rl_tui_view_name(rl_tui_view v);
 /* Applies one key; returns 1 when the key asks to quit, else 0. */
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key);
+/* Playback's keys (space, [ ] { } < > g x, and the typing after g); returns 1 when it took the key. */
+int rl_tui_play_key(rl_tui_state *s, const rl_tui_model *m, int key);
+/* Moves a playing playhead by wall_s seconds of the clock (stops at the end of the run). */
+void rl_tui_play_advance(rl_tui_state *s, const rl_tui_model *m, double wall_s);
+/* "1.5ms", "250us", "2 s", "0.002" (seconds) → *out in seconds; 0, or -1 if not a time. */
+int rl_tui_parse_time(const char *s, double *out);
+/* The narration at the playhead, one paragraph: per pipeline stage what it runs, sends or
+ * receives, or that it idles; else what the selected lane's rank computes and which collective
+ * runs beside it. Returns snprintf's count. */
+int rl_tui_narrate(const rl_tui_model *m, const rl_tui_state *s, char *out, size_t n);
 /* Draws the current view, header, status line and (if on) help overlay into c. */
 void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s);
 
@@ -54,6 +73,9 @@ void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s);
  * and for labs printing a chart after a run. Returns 0, or -1 with a message in err. */
 int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out,
                        char *err, int errlen);
+/* As rl_tui_render_text, from a given state (its view, playhead, zoom ...). */
+int rl_tui_render_state(const rl_trace *t, const rl_tui_state *s, int w, int h, int utf8, FILE *out, char *err,
+                        int errlen);
 /* Prints the timeline of one training step (events tagged with that step, shifted to start
  * at 0) as a text chart `width` columns wide: what a lab shows after a non-interactive run.
  * UTF-8 glyphs when the locale asks for them, ASCII otherwise. Returns 0 or -1. */

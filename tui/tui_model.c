@@ -31,7 +31,97 @@ void rl_tui_model_free(rl_tui_model *m)
         free(m->lanes[i].cum);
     }
     free(m->lanes);
+    free(m->bounds);
+    free(m->ops);
+    free(m->stage_of);
+    free(m->stage_rank);
     free(m);
+}
+
+static int time_cmp(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Sorts v[0..n) and drops repeats; returns the new count. */
+static size_t sort_unique(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, time_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1])
+            v[k++] = v[i];
+    return k;
+}
+
+/* The playback stops: every drawn event's start and end, and the schedule ops' starts. */
+static int index_times(rl_tui_model *m)
+{
+    const rl_trace *t = m->trace;
+    m->bounds = malloc((2 * t->n + 1) * sizeof *m->bounds);
+    m->ops = malloc((t->n + 1) * sizeof *m->ops);
+    if (!m->bounds || !m->ops)
+        return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        if (lane_of(t, e) < 0)
+            continue;
+        m->bounds[m->nbounds++] = e->vstart;
+        m->bounds[m->nbounds++] = e->vend >= e->vstart ? e->vend : e->vstart;
+        if (e->cat == RL_CAT_COMPUTE && (e->phase == 'F' || e->phase == 'B' || e->phase == 'W'))
+            m->ops[m->nops++] = e->vstart;
+    }
+    m->nbounds = sort_unique(m->bounds, m->nbounds);
+    m->nops = sort_unique(m->ops, m->nops);
+    return 0;
+}
+
+/* The pipeline's stages: each rank's stage tag, each stage's lowest rank, the chunks. */
+static int index_stages(rl_tui_model *m)
+{
+    const rl_trace *t = m->trace;
+    m->stage_of = malloc(((size_t)t->nranks + 1) * sizeof *m->stage_of);
+    if (!m->stage_of)
+        return -1;
+    for (int r = 0; r < t->nranks; r++)
+        m->stage_of[r] = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        int st = e->tags[RL_TAG_STAGE];
+        if (lane_of(t, e) < 0 || !e->phase || st < 0 || st >= t->nranks)
+            continue;
+        if (m->stage_of[e->rank] < 0)
+            m->stage_of[e->rank] = st;
+        if (st + 1 > m->nstages)
+            m->nstages = st + 1;
+        if (e->tags[RL_TAG_CHUNK] + 1 > m->nchunks)
+            m->nchunks = e->tags[RL_TAG_CHUNK] + 1;
+    }
+    m->stage_rank = malloc(((size_t)m->nstages + 1) * sizeof *m->stage_rank);
+    if (!m->stage_rank)
+        return -1;
+    for (int st = 0; st < m->nstages; st++)
+        m->stage_rank[st] = -1;
+    for (int r = t->nranks - 1; r >= 0; r--)
+        if (m->stage_of[r] >= 0)
+            m->stage_rank[m->stage_of[r]] = r;
+    return 0;
+}
+
+double rl_tui_time_step(const double *v, size_t n, double t, int dir)
+{
+    size_t lo = 0, hi = n; /* first index with v > t (dir > 0) or v >= t (dir < 0) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dir > 0 ? v[mid] > t : v[mid] >= t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (dir > 0)
+        return lo < n ? v[lo] : t;
+    return lo > 0 ? v[lo - 1] : t;
 }
 
 rl_tui_model *rl_tui_model_new(const rl_trace *t)
@@ -103,6 +193,8 @@ rl_tui_model *rl_tui_model_new(const rl_trace *t)
     }
     m->t_min = lo;
     m->t_max = hi;
+    if (index_times(m) || index_stages(m))
+        goto fail;
     return m;
 fail:
     rl_tui_model_free(m);

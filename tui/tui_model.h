@@ -29,6 +29,14 @@ typedef struct rl_tui_model {
     int nlanes;              /* 2 per rank: lane 2r = compute, 2r+1 = comm */
     rl_tui_lane *lanes;
     double t_min, t_max;     /* extent of all events (0..1e-6 when there are none) */
+    double *bounds;          /* every drawn event's start and end, sorted, each once (playback's [ ]) */
+    size_t nbounds;
+    double *ops;             /* starts of schedule ops (compute with phase F/B/W), sorted, each once ({ }) */
+    size_t nops;
+    int *stage_of;           /* per rank: the pipeline stage its ops are tagged with (-1: none) */
+    int nstages;             /* highest stage tag + 1 (0: no pipeline) */
+    int *stage_rank;         /* per stage: its lowest rank (-1: none) */
+    int nchunks;             /* highest chunk tag + 1 of the schedule ops (interleaved: v) */
 } rl_tui_model;
 
 /* Builds the index of a trace (which must outlive the model). NULL when out of memory. */
@@ -44,6 +52,9 @@ size_t rl_tui_lane_first_start_at(const rl_tui_lane *l, double t);
 void rl_tui_lane_coverage(const rl_tui_lane *l, double a, double b, double *cov);
 /* The innermost span covering time t, or NULL. */
 const rl_tui_span *rl_tui_lane_at(const rl_tui_lane *l, double t);
+/* The first of the n sorted times v strictly after t (dir > 0) or before it (dir < 0); t
+ * itself when there is none. */
+double rl_tui_time_step(const double *v, size_t n, double t, int dir);
 /* Share of comm-stream busy time in [a, b) that overlaps compute-stream busy time of the
  * same rank, summed over ranks (0..1; -1 when there is no comm in the window). */
 double rl_tui_comm_hidden(const rl_tui_model *m, double a, double b);

@@ -60,8 +60,8 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         if (ms->rank < 0 || ms->rank >= t->nranks)
             continue;
         rank_mem *r = &rm[ms->rank];
-        if (!r->now || ms->vtime >= r->now->vtime)
-            r->now = ms;
+        if ((!r->now || ms->vtime >= r->now->vtime) && (!s->play_on || ms->vtime <= s->playhead))
+            r->now = ms; /* with the playhead: the last sample at or before it */
         double tot = total_of(ms->current);
         if (!r->peak || tot > r->peak_total)
             r->peak = ms, r->peak_total = tot;
@@ -89,8 +89,8 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         free(rm);
         return;
     }
-    snprintf(buf, sizeof buf, "memory per rank: now = last sample, peak = the sample with the highest total · full bar = %s",
-             rl_tui_fmt_bytes(scale, b1, sizeof b1));
+    snprintf(buf, sizeof buf, "memory per rank: now = %s, peak = the sample with the highest total · full bar = %s",
+             s->play_on ? "at the playhead" : "last sample", rl_tui_fmt_bytes(scale, b1, sizeof b1));
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 
     int lw = 11, valw = 24, barw = c->w - lw - valw - 2;

@@ -180,7 +180,8 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
                  rl_tui_fmt_time(T1, b, sizeof b));
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 
-    int nvis = y1 - y - 5;
+    int narration = s->play_on ? (y1 - y - 5 > 4 ? 3 : 1) : 0;
+    int nvis = y1 - y - 5 - narration;
     if (nvis < 1)
         nvis = 1;
     int ygrid = y;
@@ -217,6 +218,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_text(c, plot_x + x0, ygrid + k, x1 - x0, st, lab);
     }
     y = ygrid + (nrows < nvis ? nrows : nvis);
+    rl_tui_play_marks(c, plot_x, ygrid, y, plot_w, T0, T1, s);
     if (nrows > nvis)
         rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nrows - nvis);
 
@@ -255,6 +257,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     rl_canvas_put(c, x, y, RL_G_LIGHT, RL_TUI_DIM);
     x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, "bubble") + 2;
     rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ number = micro-batch");
+    rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 done:
     free(sel);
     free(row_of);

@@ -191,8 +191,9 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     int cc = cursor_col(s, plot_w);
     double tc = t0 + (cc + 0.5) * dt;
 
-    /* lanes that fit, keeping the selected one in view */
-    int nvis = y1 - y0 - FIXED_ROWS;
+    /* lanes that fit beside the narration, keeping the selected one in view */
+    int narration = s->play_on ? (y1 - y0 - FIXED_ROWS > 4 ? 3 : 1) : 0;
+    int nvis = y1 - y0 - FIXED_ROWS - narration;
     if (nvis < 1)
         nvis = 1;
     if (s->lane >= nl)
@@ -218,6 +219,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         if (cell)
             cell->style.attr |= RL_ATTR_REVERSE;
     }
+    rl_tui_play_marks(c, plot_x, y0 + 1, y, plot_w, t0, t1, s);
     if (s->lane_top + nvis < nl) { /* the last row's label says how many lanes are below */
         rl_canvas_fill(c, 0, y - 1, lw, 1, RL_G_SPACE, RL_TUI_DIM);
         rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nl - s->lane_top - nvis);
@@ -268,4 +270,5 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_cat_name(cats[k])) + 2;
     }
     rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +/- zoom  ←→/hl pan  ↑↓/jk lane  ,. cursor  0 whole run");
+    rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 }

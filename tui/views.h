@@ -19,6 +19,14 @@ void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction
 /* Moves the mesh view's selected rank by (dx, dy) on its grid. */
 void rl_tui_mesh_move(rl_tui_state *s, const rl_tui_model *m, int dx, int dy);
 
+/* Playback's marks on a plot [x0, x0 + w) over [t0, t1) in rows [y0, y1): the playhead's column
+ * highlighted, everything after it dimmed. */
+void rl_tui_play_marks(rl_canvas *c, int x0, int y0, int y1, int w, double t0, double t1, const rl_tui_state *s);
+/* The status line's playback part (" ⏸ 1.25 ms ×1 (paused) · "), or the prompt after g. */
+void rl_tui_play_status(char *buf, size_t n, const rl_tui_model *m, const rl_tui_state *s);
+/* The narration word-wrapped from row y, at most maxlines rows; returns the rows used. */
+int rl_tui_draw_narration(rl_canvas *c, int y, int maxlines, const rl_tui_model *m, const rl_tui_state *s);
+
 /* "1.25 ms", "250 µs", "3.00 s" (3 significant digits). */
 char *rl_tui_fmt_time(double seconds, char *buf, size_t n);
 /* "1.20 GFLOP", "0 FLOP". */

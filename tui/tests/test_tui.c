@@ -429,6 +429,125 @@ START_TEST(test_help_too_small_and_keys)
 }
 END_TEST
 
+/* Playback's keys on a 1F1B trace: space plays and pauses, [ ] step event edges, { } schedule
+ * ops, < > change the speed, g takes a typed time, x hides the playhead; the help is modal and
+ * q typed into the time does not quit. */
+START_TEST(test_playback_keys)
+{
+    rl_trace *t = rl_tui_synth_pipeline(4, 8, 1);
+    rl_tui_model *m = rl_tui_model_new(t);
+    ck_assert_ptr_nonnull(m);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    ck_assert_int_eq(rl_tui_handle_key(&s, m, '?'), 0);
+    ck_assert_int_eq(rl_tui_handle_key(&s, m, ' '), 0);
+    ck_assert_msg(!s.play_on, "a key behind the open help started playback");
+    rl_tui_handle_key(&s, m, RL_KEY_ESC);
+    rl_tui_handle_key(&s, m, ' ');
+    ck_assert(s.play_on && s.playing && s.playhead == m->t_min);
+    rl_tui_play_advance(&s, m, 1.0); /* ×1 plays the whole run in 20 s */
+    ck_assert_double_eq_tol(s.playhead, m->t_min + (m->t_max - m->t_min) / 20, 1e-12);
+    rl_tui_handle_key(&s, m, ' ');
+    ck_assert(!s.playing);
+    double at = s.playhead;
+    rl_tui_handle_key(&s, m, ']');
+    ck_assert_msg(s.playhead > at, "] did not move forward");
+    double next = s.playhead;
+    int edge = 0; /* ] lands on an event's start or end, and none lies between */
+    for (size_t i = 0; i < t->n; i++) {
+        edge |= t->ev[i].vstart == next || t->ev[i].vend == next;
+        ck_assert(!(t->ev[i].vstart > at && t->ev[i].vstart < next) && !(t->ev[i].vend > at && t->ev[i].vend < next));
+    }
+    ck_assert(edge);
+    rl_tui_handle_key(&s, m, '[');
+    ck_assert(s.playhead <= at);
+    rl_tui_handle_key(&s, m, '}');
+    double op = s.playhead;
+    int is_op = 0;
+    for (size_t i = 0; i < t->n; i++)
+        is_op |= t->ev[i].phase && t->ev[i].vstart == op;
+    ck_assert_msg(is_op, "} did not land on a schedule op's start");
+    rl_tui_handle_key(&s, m, '}');
+    ck_assert(s.playhead > op);
+    rl_tui_handle_key(&s, m, '{');
+    ck_assert(s.playhead == op);
+    rl_tui_handle_key(&s, m, '>');
+    rl_tui_handle_key(&s, m, '>');
+    ck_assert_int_eq(s.speed_exp, 2);
+    rl_tui_handle_key(&s, m, '<');
+    ck_assert_int_eq(s.speed_exp, 1);
+    const int typed[] = { 'g', '1', '.', '5', 'm', 's', RL_KEY_ENTER, 0 };
+    for (const int *k = typed; *k; k++)
+        rl_tui_handle_key(&s, m, *k);
+    ck_assert_double_eq_tol(s.playhead, 1.5e-3, 1e-15);
+    const int bad[] = { 'g', 'q', 'x', RL_KEY_ENTER, 0 };
+    for (const int *k = bad; *k; k++)
+        ck_assert_int_eq(rl_tui_handle_key(&s, m, *k), 0);
+    ck_assert(s.prompt_bad && s.play_on && s.playhead == 1.5e-3);
+    rl_tui_handle_key(&s, m, 'x');
+    ck_assert(!s.play_on);
+    double v;
+    ck_assert(rl_tui_parse_time("250us", &v) == 0 && v == 250e-6);
+    ck_assert(rl_tui_parse_time("2 s", &v) == 0 && v == 2);
+    ck_assert(rl_tui_parse_time("-1ms", &v) == -1 && rl_tui_parse_time("1 h", &v) == -1 &&
+              rl_tui_parse_time("", &v) == -1);
+    /* the views mark the playhead and dim the future; the memory view reads the account at it */
+    s.play_on = 1, s.playhead = 1.5e-3, s.view = RL_VIEW_PIPELINE;
+    rl_canvas *c = rl_canvas_new(100, 24);
+    rl_tui_draw(c, m, &s);
+    char *txt = rl_canvas_to_text(c, 0);
+    ck_assert_has(txt, "paused at 1.50 ms");
+    ck_assert_has(txt, "at 1.50 ms: stage 0 runs");
+    free(txt);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    rl_trace_free(t);
+}
+END_TEST
+
+/* Runs a solution's driver with --trace into path (ARGS after it); 0 when it wrote the trace. */
+static int lab_trace(const char *lab, const char *args, const char *path)
+{
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "build/solutions/%s/run --trace %s %s >/dev/null 2>&1", lab, path, args);
+    return rl_test_run_cmd(cmd, out, sizeof out);
+}
+
+/* The narration's exact sentences at three playhead positions of a lab 28 and a lab 30 run:
+ * what rank 0 computes beside which bucket's all-reduce, and per stage the op, the messages or
+ * the bubble. */
+START_TEST(test_narration_on_lab_traces)
+{
+    if (rl_test_quick())
+        return; /* the labs' drivers are built by the normal build only */
+    static const struct { const char *lab, *args, *at, *want; } cases[] = {
+        { "28_ddp", "", "210us", "at 210 µs: rank 0 computes matmul_bwd_a (step 0, layer 7); its all_reduce of bucket 0 "
+          "(1.02 MiB on world) is 73% done, hidden under compute; step 0: 1 of its 5 buckets launched." },
+        { "28_ddp", "", "290us", "at 290 µs: rank 0 computes bias_bwd (step 0, layer 4); no collective runs; step 0: 2 "
+          "of its 5 buckets launched." },
+        { "28_ddp", "", "500us", "at 500 µs: rank 0 computes adamw (step 0); no collective runs; step 0: 5 of its 5 "
+          "buckets launched." },
+        { "30_tp_pp_sp_cp", "--schedule 1f1b", "2.0285ms", "at 2.03 ms: stage 0 sends act to stage 1; stage 1 sends act "
+          "to stage 2 and receives act from stage 0; stage 2 receives act from stage 1; stage 3 idle (bubble)." },
+        { "30_tp_pp_sp_cp", "--schedule 1f1b", "12ms", "at 12.0 ms: stage 0 runs B0; stage 1 runs B1; stage 2 runs F3; "
+          "stage 3 runs B2." },
+        { "30_tp_pp_sp_cp", "--schedule interleaved", "1.5ms", "at 1.50 ms: stage 0 runs F2.0; stage 1 runs F1.0; "
+          "stage 2 runs F0.0; stage 3 idle (bubble)." },
+    };
+    char path[128], args[256], out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "/tmp/rl_narrate_%d_%zu.json", (int)getpid(), i);
+        ck_assert_msg(lab_trace(cases[i].lab, cases[i].args, path) == 0, "the %s run did not write its trace", cases[i].lab);
+        snprintf(args, sizeof args, "view %s --narrate --at %s", path, cases[i].at);
+        ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", args, out, sizeof out), 0);
+        out[strcspn(out, "\n")] = 0;
+        ck_assert_msg(strcmp(out, cases[i].want) == 0, "%s at %s:\n  got  %s\n  want %s", cases[i].lab, cases[i].at,
+                      out, cases[i].want);
+        remove(path);
+    }
+}
+END_TEST
+
 /* Every view on odd but valid traces, at odd sizes: never a crash, always some text. */
 START_TEST(test_views_on_odd_traces)
 {
@@ -797,6 +916,57 @@ START_TEST(test_tmux_smoke)
 }
 END_TEST
 
+/* The interactive viewer plays a lab 30 interleaved run: the pipeline view with the playhead
+ * stepped op by op ({ }), its narration, the tick table, play and pause. */
+START_TEST(test_tmux_playback)
+{
+    if (rl_test_quick())
+        return; /* the labs' drivers are built by the normal build only */
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
+    char trace[128], rcfile[128], cwd[512];
+    static char screen[1 << 16];
+    snprintf(trace, sizeof trace, "/tmp/rl_tui_play_%d.json", (int)getpid());
+    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_play_%d.rc", (int)getpid());
+    remove(rcfile);
+    ck_assert_int_eq(lab_trace("30_tp_pp_sp_cp", "--schedule interleaved", trace), 0);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    tmux_session s;
+    snprintf(s.sock, sizeof s.sock, "rltuiplay_%d_%ld", (int)getpid(), (long)time(NULL));
+    int rc = tmux(&s, "new-session -d -s v -x 120 -y 32 \"cd '%s' && %s%s/ringlab view '%s'; echo rc=\\$? > '%s'\"", cwd,
+                  build[0] == '/' ? "" : "./", build, trace, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+    EXPECT_SCREEN(&s, "[1 timeline]");
+    tmux(&s, "send-keys -t v 2");
+    EXPECT_SCREEN(&s, "[2 pipeline]");
+    tmux(&s, "send-keys -t v }");
+    EXPECT_SCREEN(&s, "paused at 12.0 µs");
+    EXPECT_SCREEN(&s, "at 12.0 µs: stage 0 runs F0.0; stage 1 idle (bubble)");
+    tmux(&s, "send-keys -t v } } }");
+    EXPECT_SCREEN(&s, "stage 1 runs F0.0");
+    tmux(&s, "send-keys -t v g 1 . 5 m s Enter");
+    EXPECT_SCREEN(&s, "at 1.50 ms: stage 0 runs F2.0; stage 1 runs F1.0; stage 2 runs F0.0; stage 3 idle (bubble).");
+    tmux(&s, "send-keys -t v t");
+    EXPECT_SCREEN(&s, "one op per tick");
+    EXPECT_SCREEN(&s, "F1.1");
+    tmux(&s, "send-keys -t v t");
+    EXPECT_SCREEN(&s, "bubble: measured");
+    tmux(&s, "send-keys -t v Space");
+    EXPECT_SCREEN(&s, "playing at");
+    tmux(&s, "send-keys -t v Space");
+    EXPECT_SCREEN(&s, "paused at");
+    tmux(&s, "send-keys -t v 1");
+    EXPECT_SCREEN(&s, "[1 timeline]");
+    EXPECT_SCREEN(&s, "paused at"); /* one playhead for every view */
+    tmux(&s, "send-keys -t v q");
+    int done = wait_rc_file(rcfile, "viewer");
+    tmux(&s, "kill-server");
+    remove(trace);
+    remove(rcfile);
+    ck_assert_msg(done, "the viewer did not exit after q");
+}
+END_TEST
+
 /* The live TUI on a small DDP demo run: the timeline grows, stays open at the end, q quits. */
 START_TEST(test_tmux_live)
 {
@@ -843,6 +1013,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_mesh_snapshot);
     tcase_add_test(tc, test_help_too_small_and_keys);
     tcase_add_test(tc, test_views_on_odd_traces);
+    tcase_add_test(tc, test_playback_keys);
     suite_add_tcase(s, tc);
     TCase *io = tcase_create("files");
     tcase_set_timeout(io, 60);
@@ -851,6 +1022,8 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
     tcase_add_test(io, test_tmux_live);
+    tcase_add_test(io, test_narration_on_lab_traces);
+    tcase_add_test(io, test_tmux_playback);
     suite_add_tcase(s, io);
     return s;
 }
