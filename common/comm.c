@@ -362,9 +362,19 @@ static void hang_forever(rl_ctx *ctx, int64_t seq)
     rl_rank_exit_aborted(ctx);
 }
 
+/* While the run is paused (rl_run_pause), a rank waits here, before its next call. */
+static void pause_gate(rl_world *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->paused && !w->aborted)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
 static rl_work *issue(rl_comm *comm, rl_op_desc *d, int flags)
 {
     rl_ctx *ctx = comm->ctx;
+    pause_gate(ctx->world);
     if (world_aborted(ctx))
         rl_rank_exit_aborted(ctx);
     d->comm = comm;

@@ -159,6 +159,9 @@ struct rl_world {
     int dist;                   /* 1: one process per rank; only ctxs[dist_rank] exists here */
     int dist_rank;              /* dist: the global rank this process runs */
     int nccl_aborted;           /* dist: the watchdog aborted the NCCL communicators */
+    int paused;                 /* rl_run_pause: ranks wait at their next communicator call (mu, cv) */
+    int64_t pause_start_ns;     /* monotonic ns when the current pause began, 0 when running */
+    int64_t paused_ns;          /* ns spent paused before it: the run's clock (rl_wall_now) skips them */
 };
 
 struct rl_ctx {
@@ -204,6 +207,8 @@ struct rl_ctx {
 
 /* Wall seconds since the epoch of CLOCK_MONOTONIC. */
 double rl_mono_now(void);
+/* The run's clock in seconds since it started, standing still while it is paused (rl_run_pause). */
+double rl_world_clock(const rl_world *w);
 /* The world's abort: records the first reason and wakes everyone. */
 void rl_world_abort(rl_world *w, int code, const char *msg);
 /* Called by a rank thread on a fatal runtime error: ends the thread cleanly. */

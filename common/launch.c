@@ -350,7 +350,7 @@ static void *rank_main(void *arg)
 /* Seconds the oldest unfinished communicator call of any rank has waited (0 if none). */
 static double oldest_wait(rl_world *w)
 {
-    double now = rl_mono_now() - w->t0, worst = 0;
+    double now = rl_world_clock(w), worst = 0; /* the clock stands still while the run is paused */
     for (int r = 0; r < w->n; r++) {
         rl_ctx *c = w->ctxs[r];
         if (!c)
@@ -672,6 +672,29 @@ rl_trace *rl_run_snapshot(rl_run *run)
 {
     RL_API_ENTRY();
     return collect_trace(run->w);
+}
+
+RL_API_WATCHED
+void rl_run_pause(rl_run *run, int on)
+{
+    RL_API_ENTRY();
+    if (!run)
+        return;
+    rl_world *w = run->w;
+    pthread_mutex_lock(&w->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (on && !w->paused) {
+        w->paused = 1;
+        __atomic_store_n(&w->pause_start_ns, now, __ATOMIC_RELEASE);
+    } else if (!on && w->paused) {
+        __atomic_store_n(&w->paused_ns, w->paused_ns + (now - w->pause_start_ns), __ATOMIC_RELEASE);
+        __atomic_store_n(&w->pause_start_ns, 0, __ATOMIC_RELEASE);
+        w->paused = 0;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 RL_API_WATCHED

@@ -62,6 +62,9 @@ rl_run *rl_launch_async(const rl_opts *opts, rl_rank_fn fn, void *arg);
 rl_trace *rl_run_snapshot(rl_run *run);
 /* 1 once every rank has returned (or the run failed). */
 int rl_run_done(rl_run *run);
+/* Pauses (on = 1) or resumes a run: each rank waits at its next communicator call, and the
+ * run's clock — the watchdog's — stands still meanwhile, so a pause never counts as a hang. */
+void rl_run_pause(rl_run *run, int on);
 /* Waits for the run to end and frees it; returns as rl_launch does. */
 int rl_run_finish(rl_run *run, rl_trace **out_trace);
 /* The exit status a program should use for an rl_launch result. */

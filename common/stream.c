@@ -14,7 +14,17 @@ double rl_mono_now(void)
 
 double rl_wall_now(rl_ctx *ctx)
 {
-    return rl_mono_now() - ctx->world->t0;
+    return rl_world_clock(ctx->world);
+}
+
+double rl_world_clock(const rl_world *w)
+{
+    double paused = 1e-9 * (double)__atomic_load_n(&w->paused_ns, __ATOMIC_ACQUIRE);
+    int64_t since = __atomic_load_n(&w->pause_start_ns, __ATOMIC_ACQUIRE);
+    double now = rl_mono_now();
+    if (since) /* paused now: the clock stands still */
+        now = 1e-9 * (double)since;
+    return now - w->t0 - paused;
 }
 
 /* The virtual clock of stream s. */

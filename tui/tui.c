@@ -166,7 +166,8 @@ static void draw_help(rl_canvas *c)
         "           faster    g  go to a time (1.5ms)    x  hide the playhead",
         "           timeline, pipeline and memory share the playhead; what",
         "           has not happened yet is dimmed; the narration says what",
-        "           runs at the playhead",
+        "           runs at the playhead; live (--tui): space pauses the",
+        "           run itself (the watchdog's clock stands still)",
         "timeline   + -  zoom in / out at the cursor     0  whole run",
         "           ← → or h l  pan     ↑ ↓ or j k  lane     , .  cursor",
         "           comm hidden: share of comm-stream busy time in the",
@@ -390,7 +391,7 @@ int rl_tui_run_live(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **ou
     rl_trace *snap = NULL;
     rl_tui_model *m = NULL;
     double last = -1;
-    int done = 0;
+    int done = 0, paused = 0;
     for (;;) {
         if (!done && (now_s() - last >= 0.25 || !snap)) {
             done = rl_run_done(run);
@@ -411,9 +412,18 @@ int rl_tui_run_live(const rl_opts *opts, rl_rank_fn fn, void *arg, rl_trace **ou
         if (m)
             show(term, c, m, &s);
         int key = rl_term_read_key(term, done ? 1000 : 100);
+        if (key == ' ' && !done && !s.help && !s.prompting) { /* pause the run itself, not a playhead */
+            paused = !paused;
+            rl_run_pause(run, paused);
+            s.live = paused ? "paused: the ranks wait at their next collective, the watchdog's clock stands still "
+                              "(space resumes)" : "running";
+            continue;
+        }
         if (key != RL_KEY_NONE && key != RL_KEY_RESIZE && m && rl_tui_handle_key(&s, m, key))
             break;
     }
+    if (paused)
+        rl_run_pause(run, 0);
     rl_term_close(term);
     restore_stderr(tmp, saved);
     if (!done)

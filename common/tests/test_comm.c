@@ -595,6 +595,42 @@ START_TEST(test_watchdog_names_rank_and_seq)
 }
 END_TEST
 
+/* Rank 0 comes late to each of 10 all-reduces, so the others wait inside them. */
+static int late_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    rl_comm *w = rl_comm_world(ctx);
+    rl_tensor *a = rl_tensor_new_1d(ctx, "a", RL_F32, RL_MEM_COMM, 256);
+    for (int i = 0; i < 10; i++) {
+        if (rl_rank(ctx) == 0) {
+            struct timespec ts = { 0, 60000000L };
+            nanosleep(&ts, NULL);
+        }
+        if (!rl_all_reduce(w, a, a, RL_SUM, 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* A paused run (rl_run_pause) waits for three times the watchdog's limit with ranks inside a
+ * collective: no hang is reported, and once resumed the run finishes normally. */
+START_TEST(test_pause_stops_the_watchdog)
+{
+    rl_opts o = rl_test_opts(3, NULL);
+    o.timeout_s = 0.3;
+    rl_run *run = rl_launch_async(&o, late_rank, NULL);
+    ck_assert_ptr_nonnull(run);
+    struct timespec ts = { 0, 150000000L };
+    nanosleep(&ts, NULL);
+    rl_run_pause(run, 1);
+    struct timespec pause = { 1, 0 };
+    nanosleep(&pause, NULL);
+    ck_assert_msg(!rl_run_done(run), "the run went on (or failed) while paused");
+    rl_run_pause(run, 0);
+    ck_assert_int_eq(rl_run_finish(run, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_mismatch_fault_and_clean_exit)
 {
     char out[8192];
@@ -719,6 +755,7 @@ Suite *comm_suite(void)
     tcase_set_timeout(tf, 30);
     tcase_add_test(tf, test_mismatch_message);
     tcase_add_test(tf, test_watchdog_names_rank_and_seq);
+    tcase_add_test(tf, test_pause_stops_the_watchdog);
     tcase_add_test(tf, test_mismatch_fault_and_clean_exit);
     tcase_add_test(tf, test_mismatch_names_the_odd_rank);
     tcase_add_test(tf, test_ungrouped_ring_deadlock_is_reported);

@@ -983,10 +983,18 @@ START_TEST(test_tmux_live)
     tmux_session s;
     snprintf(s.sock, sizeof s.sock, "rltuilive_%d_%ld", (int)getpid(), (long)time(NULL));
     int rc = tmux(&s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && %s%s/ringlab view --demo --tui --ranks 3 --steps 4 "
-                      "--delay-ms 150; echo rc=\\$? > '%s'\"", cwd, build[0] == '/' ? "" : "./", build, rcfile);
+                      "--delay-ms 150 --timeout 0.5; echo rc=\\$? > '%s'\"", cwd, build[0] == '/' ? "" : "./", build,
+                  rcfile);
     ck_assert_msg(rc == 0, "could not start tmux");
     EXPECT_SCREEN(&s, "LIVE running");
     EXPECT_SCREEN(&s, " r2 comm");
+    /* paused for three times the watchdog's limit: no hang reported, the run then finishes */
+    tmux(&s, "send-keys -t v Space");
+    EXPECT_SCREEN(&s, "LIVE paused");
+    struct timespec pause = { 1, 500000000L };
+    nanosleep(&pause, NULL);
+    EXPECT_SCREEN(&s, "LIVE paused");
+    tmux(&s, "send-keys -t v Space");
     EXPECT_SCREEN(&s, "LIVE run finished: press q to quit");
     EXPECT_SCREEN(&s, "comm hidden:");
     tmux(&s, "send-keys -t v 5");
