@@ -203,8 +203,8 @@ int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_
 
 /* ------------------------------------------------------------------ planner
  * The planner's model (also printed by `ringlab calc plan --help`):
- *  - Layout: G = TP·PP·DP, TP innermost, then PP, DP outermost (rank = tp + TP·(pp + PP·dp):
- *    mesh.h's RL_MESH_ORDER_TP_CP_PP_DP, not the mesh's default, which puts PP outermost).
+ *  - Layout: G = TP·PP·DP, TP innermost, then PP, DP outermost (mesh.h's
+ *    RL_MESH_ORDER_TP_CP_PP_DP, not the mesh's default, which puts PP outermost).
  *    A group uses the profile's intra-node link if all its ranks share a node
  *    (rl_hw_group_link), else the inter-node link. G may exceed the profile: more nodes of
  *    the same kind are assumed.
@@ -212,19 +212,23 @@ int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_
  *    and L; DP = G/(TP·PP) dividing the global batch B (sequences); micro-batch size b a power
  *    of two dividing B/DP, m = B/(DP·b) micro-batches; ZeRO stage 0..3 (0 only at DP = 1); recompute
  *    none/selective/full. 1F1B schedule.
- *  - Compute: per micro-batch and stage, (6Ψ + 12·L·h·S)·b·S / (TP·PP) FLOPs at the
- *    profile's peak bf16 rate; selective recompute adds the attention forward (4·L·h·S per
- *    token), full recompute a whole forward (2Ψ + 4·L·h·S per token).
- *  - TP: 4 ring all-reduces of b·S·h bf16 elements per layer and micro-batch; PP: one send
- *    of b·S·h bf16 elements forward and one backward per micro-batch (α + S/bw); both on
- *    the critical path of each micro-batch.
- *  - Step time = (m + PP − 1)·(compute + TP + PP per micro-batch) + DP time, DP not
- *    overlapped: ZeRO-0/1 one all-reduce of 2Ψ/(TP·PP) bytes per step; ZeRO-2 one
- *    reduce-scatter per micro-batch and one all-gather per step; ZeRO-3 two all-gathers
- *    and one reduce-scatter per micro-batch.
- *  - Memory per GPU: ZeRO model states with Ψ/(TP·PP) parameters, Nd = DP, K = in->k (0 → 12); plus
- *    activations of L/PP layers × min(m, PP) micro-batches in flight (1F1B), Korthikanti
- *    formulas with sequence parallelism when TP > 1. Fits if ≤ the profile's HBM bytes.
+ *  - Compute: a micro-batch's training FLOPs (6Ψ + 12·L·h·S per token), shared by the TP·PP
+ *    GPUs of a replica, at the profile's peak bf16 rate; selective recompute adds the attention
+ *    forward (4·L·h·S per token), full recompute a whole forward (2Ψ + 4·L·h·S per token).
+ *  - TP: Megatron's all-reduces of a micro-batch's activations (b·S·h elements, bf16) through a
+ *    stage's layers, forward and backward, as ring all-reduces on the TP group's link. PP: a
+ *    micro-batch's activations to the next stage and their gradient back, one α-β message each
+ *    way on the PP group's link. Both are on the critical path of each micro-batch.
+ *  - Step: 1F1B's m micro-batches plus the pipeline's fill and drain, each slot as long as one
+ *    micro-batch's compute + TP + PP on a stage; then DP, not overlapped: ZeRO-0/1 all-reduce the
+ *    gradients once per step; ZeRO-2 reduce-scatters them per micro-batch and all-gathers the
+ *    parameters once per step; ZeRO-3 gathers the parameters for each micro-batch's forward and
+ *    again for its backward and reduce-scatters its gradients. Each collective moves a replica's
+ *    bf16 share of the model, as a ring on the DP group's link.
+ *  - Memory per GPU: ZeRO model states of its Ψ/(TP·PP) parameters (Nd = DP, K = in->k, 0 → 12),
+ *    plus the activations of its stage's layers for the micro-batches 1F1B keeps in flight on the
+ *    first stage (Korthikanti formulas, with sequence parallelism when TP > 1). Fits if ≤ the
+ *    profile's HBM bytes.
  *  - Ranking: candidates that fit, by step time; MFU = 6Ψ+attention model FLOPs per step
  *    ÷ (step time × G × peak). Warnings: TP across nodes, m < 4·PP (PP > 1), out of memory.
  *  - Each row's figures are defined field by field in rl_calc_plan_row below. */
@@ -240,18 +244,17 @@ typedef struct {
     double k;              /* optimizer bytes per parameter (0 → 12) */
 } rl_calc_plan_in;
 
-/* One candidate. With c, t, p the compute, TP and PP seconds of ONE micro-batch on one stage
- * (the rules above; t = 0 at TP = 1, p = 0 at PP = 1) and m = B/(DP·b):
- *   compute_time = m·c, tp_time = m·t, pp_time = m·p   (the m micro-batches, bubble not included)
- *   bubble_time  = (PP − 1)·(c + t + p)                 (1F1B's fill and drain)
- *   dp_time      = the step's DP collectives by ZeRO stage (the rules above), ring α-β times on the
- *                  DP group's link, each collective of 2Ψ/(TP·PP) bytes (bf16 gradients/parameters)
- *   step_time    = compute + tp + pp + bubble + dp = (m + PP − 1)·(c + t + p) + dp_time
- *   mem_states   = rl_calc_zero(Ψ/(TP·PP) parameters, Nd = DP, K = in->k).bytes[zero]
- *   mem_act      = rl_calc_activation(s = S, b, h, a = heads, t = TP, sp = TP > 1, recompute,
- *                  one layer).per_layer × L/PP × min(m, PP)
- *   mem_total    = mem_states + mem_act
- *   mfu          = (6Ψ + 12·L·h·S)·B·S ÷ (step_time × G × peak)  (recompute is not model work) */
+/* One candidate: its layout, its times per step and its memory per GPU, by the model above.
+ *   compute_time, tp_time, pp_time  the m micro-batches' compute, TP and PP seconds on a stage
+ *                                    (the fill and drain not included; TP = 0 at TP = 1, PP = 0 at PP = 1)
+ *   bubble_time  1F1B's fill and drain
+ *   dp_time      the step's DP collectives by ZeRO stage, ring α-β times on the DP group's link
+ *   step_time    compute + tp + pp + bubble + dp
+ *   mem_states   rl_calc_zero on the GPU's parameter share (Nd = DP, K = in->k).bytes[zero]
+ *   mem_act      rl_calc_activation for ONE layer (s = S, b, h, a = heads, t = TP, sp = TP > 1,
+ *                recompute) × the stage's layers × the micro-batches in flight
+ *   mem_total    mem_states + mem_act
+ *   mfu          the global batch's model FLOPs ÷ (step_time × G × peak) (recompute is not model work) */
 typedef struct {
     int tp, pp, dp, m, b, zero;
     rl_calc_recompute recompute;

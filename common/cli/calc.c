@@ -772,8 +772,8 @@ static int run_plan(const topic *tp, int argc, char **argv)
     printf("Parallelism plan: %s parameters, L = %d, h = %g, a = %d, S = %g, global batch %d sequences,\n",
            hcount(b1, sizeof b1, in.params), in.layers, in.hidden, in.heads, in.seq, in.gbs);
     printf("%d GPUs of %s (%d per node, %.0f GB HBM each)\n", in.gpus, hw->name, hw->gpus_per_node, hw->hbm_bytes / 1e9);
-    printf("model:   step = (m + PP - 1)·(compute + TP + PP comm per micro-batch) + DP comm (not overlapped);\n"
-           "         memory = ZeRO states of Ψ/(TP·PP) + activations of L/PP layers × min(m, PP) micro-batches\n"
+    printf("model:   step = 1F1B's micro-batches, fill and drain (compute + TP + PP of a micro-batch on a stage)\n"
+           "         + DP comm (not overlapped); memory = ZeRO states of Ψ/(TP·PP) + the activations in flight\n"
            "         (ringlab calc plan --help for the whole model)\n");
     printf("%d candidates, %d fit in memory; best %d shown (GB = 1e9 bytes)\n\n", n, fit, top);
     printf("%4s %3s %3s %4s %4s %3s %4s %-9s %10s %6s %8s %8s %8s %8s %9s  %s\n", "rank", "TP", "PP", "DP", "m", "b",
@@ -881,15 +881,20 @@ static const topic topics[] = {
       " - Candidates: TP a power of two dividing G, heads and h; PP dividing G/TP and L; DP = G/(TP·PP)\n"
       "   dividing B; micro-batch size b a power of two dividing B/DP, m = B/(DP·b); ZeRO 0..3 (at DP = 1: ZeRO 0 only);\n"
       "   recompute none/selective/full; 1F1B schedule.\n"
-      " - Compute per micro-batch and stage: (6Ψ + 12·L·h·S)·b·S/(TP·PP) FLOPs at peak bf16; selective\n"
-      "   recompute adds 4·L·h·S per token, full recompute 2Ψ + 4·L·h·S per token.\n"
-      " - TP: 4 ring all-reduces of b·S·h bf16 per layer and micro-batch; PP: one b·S·h bf16 send each\n"
-      "   way per micro-batch (α + S/bw); both on each micro-batch's critical path.\n"
-      " - Step = (m + PP - 1)·(compute + TP + PP per micro-batch) + DP, DP not overlapped: ZeRO-0/1 one\n"
-      "   all-reduce of 2Ψ/(TP·PP) bytes per step; ZeRO-2 a reduce-scatter per micro-batch + one\n"
-      "   all-gather; ZeRO-3 two all-gathers + one reduce-scatter per micro-batch.\n"
-      " - Memory per GPU: ZeRO states of Ψ/(TP·PP) parameters (Nd = DP, K) + activations of L/PP layers ×\n"
-      "   min(m, PP) micro-batches in flight, Korthikanti formulas with SP when TP > 1; fits if <= HBM.\n"
+      " - Compute: a micro-batch's training FLOPs (6Ψ + 12·L·h·S per token), shared by the TP·PP GPUs of\n"
+      "   a replica, at peak bf16; selective recompute adds the attention forward (4·L·h·S per token),\n"
+      "   full recompute a whole forward (2Ψ + 4·L·h·S per token).\n"
+      " - TP: Megatron's all-reduces of a micro-batch's activations (b·S·h, bf16) through a stage's layers,\n"
+      "   forward and backward, as ring all-reduces; PP: a micro-batch's activations to the next stage\n"
+      "   and their gradient back, one α-β message each way; both on each micro-batch's critical path.\n"
+      " - Step: 1F1B's m micro-batches plus the pipeline's fill and drain, each slot as long as one\n"
+      "   micro-batch's compute + TP + PP on a stage; then DP, not overlapped: ZeRO-0/1 all-reduce the\n"
+      "   gradients once per step; ZeRO-2 reduce-scatters them per micro-batch and all-gathers the\n"
+      "   parameters once; ZeRO-3 gathers the parameters for each micro-batch's forward and again for\n"
+      "   its backward and reduce-scatters its gradients; each collective moves a replica's bf16 share.\n"
+      " - Memory per GPU: ZeRO states of its Ψ/(TP·PP) parameters (Nd = DP, K) + the activations of its\n"
+      "   stage's layers for the micro-batches 1F1B keeps in flight on the first stage (Korthikanti, with\n"
+      "   SP when TP > 1); fits if <= HBM.\n"
       " - Ranked: fitting plans by step time, then the rest. MFU = (6Ψ + 12·L·h·S)·B·S /\n"
       "   (step × G × peak): an upper bound, since compute runs at peak FLOP/s in this model.\n"
       "   Warnings: TP across nodes, m < 4·PP, out of memory.\n"

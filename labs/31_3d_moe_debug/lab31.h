@@ -323,7 +323,7 @@ double plan_ring_time(rl_coll_kind kind, int n, double bytes, const rl_link *lin
 int plan_candidate(const rl_calc_plan_in *in, int tp, int pp, int b, rl_calc_recompute rc, int zero,
                    rl_calc_plan_row *row);
 /* YOURS: every candidate (calc.h lists the rules), sorted by the rows' own figures: fitting ones
- * first, by step time, then memory, and where both are equal by tp, pp, b, zero, recompute
+ * first, by step time, then memory (mem_total), and where both are equal by tp, pp, b, zero, recompute
  * (each ascending). *rows is malloc'd (free it). RL_ERR_ARG with a message in err for an
  * invalid input (params <= 0, no GPUs, no hardware profile ...) or one with no candidate. */
 int plan_enumerate(const rl_calc_plan_in *in, rl_calc_plan_row **rows, int *nrows, char *err, size_t errlen);
