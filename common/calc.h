@@ -216,15 +216,16 @@ int rl_calc_moe(const rl_calc_moe_in *in, rl_calc_moe_out *out, char *err, size_
  *    GPUs of a replica, at the profile's peak bf16 rate; selective recompute adds the attention
  *    forward (4·L·h·S per token), full recompute a whole forward (2Ψ + 4·L·h·S per token).
  *  - TP: Megatron's all-reduces of a micro-batch's activations (b·S·h elements, bf16) through a
- *    stage's layers, forward and backward, as ring all-reduces on the TP group's link. PP: a
+ *    stage's layers, forward and backward, as ring all-reduces on the TP group's link (the same
+ *    with recompute and with sequence parallelism). PP: a
  *    micro-batch's activations to the next stage and their gradient back, one α-β message each
  *    way on the PP group's link. Both are on the critical path of each micro-batch.
  *  - Step: 1F1B's m micro-batches plus the pipeline's fill and drain, each slot as long as one
  *    micro-batch's compute + TP + PP on a stage; then DP, not overlapped: ZeRO-0/1 all-reduce the
  *    gradients once per step; ZeRO-2 reduce-scatters them per micro-batch and all-gathers the
  *    parameters once per step; ZeRO-3 gathers the parameters for each micro-batch's forward and
- *    again for its backward and reduce-scatters its gradients. Each collective moves a replica's
- *    bf16 share of the model, as a ring on the DP group's link.
+ *    again for its backward and reduce-scatters its gradients. Each collective moves the GPU's
+ *    share of the model in bf16 (its Ψ/(TP·PP) parameters), as a ring on the DP group's link.
  *  - Memory per GPU: ZeRO model states of its Ψ/(TP·PP) parameters (Nd = DP, K = in->k, 0 → 12),
  *    plus the activations of its stage's layers for the micro-batches 1F1B keeps in flight on the
  *    first stage (Korthikanti formulas, with sequence parallelism when TP > 1). Fits if ≤ the

@@ -3187,6 +3187,9 @@ END_TEST
 typedef struct h_numbers {
     int h1_n, h2_n, h3_node, h3_cluster, h3_pct, h4_gpus, h6_n, h6_pct;
     double h1_mb, h3_params, h4_speedup, h5_fast_ms, h5_slow_ms, h6_mib;
+    /* H7/H8: p0..p5 (KiB, f32) and p6 = p1 tied; the two caps (KiB); when backward makes each
+     * gradient ready (µs; p1's after both uses of the tied weight) */
+    double h7_kib[6], h7_first_kib, h7_cap_kib, h8_ready_us[6];
 } h_numbers;
 
 static h_numbers my_numbers(void)
@@ -3211,7 +3214,34 @@ static h_numbers my_numbers(void)
     n.h6_mib = rl_grade_learner_pick("28/H6/mib", mib6, 3);
     n.h6_n = (int)rl_grade_learner_pick("28/H6/n", n6, 2);
     n.h6_pct = (int)rl_grade_learner_pick("28/H6/pct", pct6, 3);
+    static const double kib[] = { 64, 96, 128, 160, 192, 256 }, first[] = { 128, 192, 256 }, cap[] = { 320, 448, 512 },
+                        gap[] = { 15, 20, 25, 30 }, late[] = { 3, 2, 1 };
+    for (int i = 0; i < 6; i++) {
+        char q[32];
+        snprintf(q, sizeof q, "28/H7/p%d", i);
+        n.h7_kib[i] = rl_grade_learner_pick(q, kib, 6);
+    }
+    n.h7_first_kib = rl_grade_learner_pick("28/H7/first", first, 3);
+    n.h7_cap_kib = rl_grade_learner_pick("28/H7/cap", cap, 3);
+    double t = 0; /* backward reaches p5 first, p0 last ... */
+    for (int i = 5; i >= 0; i--) {
+        char q[32];
+        snprintf(q, sizeof q, "28/H8/gap%d", i);
+        n.h8_ready_us[i] = t += rl_grade_learner_pick(q, gap, 4);
+    }
+    /* ... but p5's gradient comes late, 5 µs after pk's: its bucket 0 starts late */
+    n.h8_ready_us[5] = n.h8_ready_us[(int)rl_grade_learner_pick("28/H8/late", late, 3)] + 5;
     return n;
+}
+
+/* H7's plan (the rule of 28.2, ref_assign) into p; the caller frees it with ddp_plan_free. */
+static void h7_plan(const h_numbers *n, ddp_bucket_plan *p)
+{
+    ddp_param_desc d[7];
+    for (int i = 0; i < 7; i++)
+        d[i] = (ddp_param_desc){ "p", (int64_t)(i < 6 ? n->h7_kib[i] : n->h7_kib[1]) * 256, RL_F32, i < 6 ? -1 : 1 };
+    ck_assert(ddp_plan_alloc(p, 7) == 0);
+    ref_assign(d, 7, (int64_t)n->h7_first_kib * 1024, (int64_t)n->h7_cap_kib * 1024, p);
 }
 
 /* make questions LAB=28: this learner's numbers. */
@@ -3227,6 +3257,12 @@ static void questions28(FILE *out)
             n.h5_slow_ms);
     fprintf(out, "  H6: one %g MiB bucket, ring all-reduce on %d GPUs of h100-nvlink and of a100-pcie; busbw target %d%%.\n",
             n.h6_mib, n.h6_n, n.h6_pct);
+    fprintf(out, "  H7: f32 parameters p0..p6 in registration order, in KiB: %g, %g, %g, %g, %g, %g and p6 = p1 (a tied "
+                 "weight registered twice); first bucket cap %g KiB, cap %g KiB.\n", n.h7_kib[0], n.h7_kib[1],
+            n.h7_kib[2], n.h7_kib[3], n.h7_kib[4], n.h7_kib[5], n.h7_first_kib, n.h7_cap_kib);
+    fprintf(out, "  H8: backward makes the gradients ready at (µs): p5 %g, p4 %g, p3 %g, p2 %g, p1 %g (both uses of "
+                 "the tied weight), p0 %g.\n", n.h8_ready_us[5], n.h8_ready_us[4], n.h8_ready_us[3], n.h8_ready_us[2],
+            n.h8_ready_us[1], n.h8_ready_us[0]);
 }
 
 /* H1: bytes per GPU in the reduce-scatter and in the whole all-reduce (MB). */
@@ -3294,6 +3330,39 @@ START_TEST(t_ans_bucket_time)
 }
 END_TEST
 
+/* H7: H7's parameters bucketed by 28.2's rule. */
+START_TEST(t_ans_buckets)
+{
+    h_numbers n = my_numbers();
+    ddp_bucket_plan p;
+    h7_plan(&n, &p);
+    CHECK_NUM("h7_nbuckets", p.nbuckets, 0);
+    CHECK_NUM("h7_bucket_of_p6", p.bucket_of[6], 0);
+    CHECK_NUM("h7_b1_kib", p.buckets[1].bytes / 1024.0, 0.001);
+    ddp_plan_free(&p);
+}
+END_TEST
+
+/* H8: a bucket's all-reduce starts when its last gradient is ready and every earlier bucket has
+ * started (28.3 launches them in bucket order). */
+START_TEST(t_ans_launch)
+{
+    h_numbers n = my_numbers();
+    ddp_bucket_plan p;
+    h7_plan(&n, &p);
+    double launch[8] = { 0 }, prev = 0;
+    for (int b = 0; b < p.nbuckets && b < 8; b++) {
+        double ready = 0;
+        for (int j = 0; j < p.buckets[b].nparams; j++)
+            ready = fmax(ready, n.h8_ready_us[p.order[p.buckets[b].first + j]]);
+        launch[b] = prev = fmax(prev, ready);
+    }
+    CHECK_NUM("h8_launch_b1_us", launch[1], 0.001);
+    CHECK_NUM("h8_launch_last_us", launch[p.nbuckets - 1], 0.001);
+    ddp_plan_free(&p);
+}
+END_TEST
+
 START_TEST(t_ans_interview)
 {
     CHECK_INTERVIEW();
@@ -3331,6 +3400,7 @@ static const rl_grade_test tests28[] = {
     { "28.2", "empty model, bad caps refused", 2, 10, &t_buckets_empty_and_bad, 0 },
     { "28.2", "negative sizes, bad tied_to, mixed dtypes refused", 3, 10, &t_buckets_refusals, 0 },
     { "28.2", "random parameter lists against the rule", 5, 10, &t_buckets_random, 0 },
+    { "28.2", "answers: your parameters' buckets, by hand (H7)", 2, 10, &t_ans_buckets, RL_GRADE_NO_CHILD },
     { "28.3", "gradients = one-rank global-batch gradients", 8, 40, &t_ddp_grads, 0 },
     { "28.3", "3 ranks and 1 rank, small MLP", 3, 30, &t_ddp_grads_odd, 0 },
     { "28.3", "one all-reduce per bucket, in bucket order", 6, 40, &t_ddp_bucket_order, 0 },
@@ -3340,6 +3410,7 @@ static const rl_grade_test tests28[] = {
     { "28.3", "two data-parallel groups of a split world", 4, 30, &t_ddp_groups, 0 },
     { "28.3", "first bucket's all-reduce starts before backward ends", 6, 40, &t_ddp_overlap_starts_early, 0 },
     { "28.3", "exposed comm below the bound", 6, 40, &t_ddp_exposed_comm, 0 },
+    { "28.3", "answers: when your buckets' all-reduces start (H8)", 2, 10, &t_ans_launch, RL_GRADE_NO_CHILD },
     { "28.4", "3 micro-steps = one rank's 3x batch", 6, 30, &t_nosync_grads, 0 },
     { "28.4", "one collective set per 4 micro-steps", 6, 30, &t_nosync_one_collective_set, 0 },
     { "28.4", "one rank, 2 micro-steps", 2, 30, &t_nosync_single_rank, 0 },

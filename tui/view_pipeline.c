@@ -13,6 +13,29 @@ static int is_pipeline_event(const rl_trace_event *e)
     return e->phase == 'F' || e->phase == 'B' || e->phase == 'W';
 }
 
+/* A schedule op's compute: comm inside it (TP all-reduces, sends) is neither a cell nor busy. */
+static int is_op_compute(const rl_trace_event *e) { return is_pipeline_event(e) && e->cat == RL_CAT_COMPUTE; }
+
+/* Events sorted for merging into cells: by row, then start. */
+typedef struct { const rl_trace *t; const int *row_of; } cell_order;
+static cell_order order_ctx; /* qsort's comparator has no argument; set just before sorting */
+
+static int cell_cmp(const void *pa, const void *pb)
+{
+    const rl_trace_event *a = &order_ctx.t->ev[*(const size_t *)pa], *b = &order_ctx.t->ev[*(const size_t *)pb];
+    int ra = order_ctx.row_of[a->rank], rb = order_ctx.row_of[b->rank];
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    return (a->vstart > b->vstart) - (a->vstart < b->vstart);
+}
+
+/* One op's cell: consecutive events of a row with the same phase, micro-batch and chunk. */
+static int same_op(const rl_trace_event *a, const rl_trace_event *b)
+{
+    return a->phase == b->phase && a->tags[RL_TAG_MICROBATCH] == b->tags[RL_TAG_MICROBATCH] &&
+           a->tags[RL_TAG_CHUNK] == b->tags[RL_TAG_CHUNK];
+}
+
 static rl_style phase_style(char phase)
 {
     int col = phase == 'F' ? RL_COLOR_CYAN : phase == 'B' ? RL_COLOR_GREEN : RL_COLOR_MAGENTA;
@@ -128,7 +151,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     int nrows = 0;
     for (size_t i = 0; i < t->n; i++) {
         const rl_trace_event *e = &t->ev[i];
-        if (!is_pipeline_event(e) || (step >= 0 && e->tags[RL_TAG_STEP] != step) || e->rank < 0 ||
+        if (!is_op_compute(e) || (step >= 0 && e->tags[RL_TAG_STEP] != step) || e->rank < 0 ||
             e->rank >= t->nranks)
             continue;
         sel[i] = 1;
@@ -190,33 +213,50 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_text(c, 0, ygrid + k, lw, RL_STYLE_PLAIN, label);
         rl_canvas_fill(c, plot_x, ygrid + k, plot_w, 1, RL_G_LIGHT, RL_TUI_DIM);
     }
-    for (size_t i = 0; i < t->n; i++) {
-        if (!sel[i])
-            continue;
-        const rl_trace_event *e = &t->ev[i];
+    size_t *idx = malloc((nsel ? nsel : 1) * sizeof *idx), ni = 0;
+    if (!idx) {
+        rl_canvas_text(c, 1, y0, -1, RL_TUI_HILITE, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        if (sel[i]) {
+            const rl_trace_event *e = &t->ev[i];
+            double s0 = e->vstart > T0 ? e->vstart : T0, s1 = e->vend < T1 ? e->vend : T1;
+            if (s1 > s0)
+                rows[row_of[e->rank]].busy += s1 - s0;
+            idx[ni++] = i;
+        }
+    order_ctx = (cell_order){ t, row_of };
+    qsort(idx, ni, sizeof *idx, cell_cmp);
+    for (size_t i = 0, j; i < ni; i = j) { /* one cell per op: its sub-ops merged */
+        const rl_trace_event *e = &t->ev[idx[i]];
+        double end = e->vend;
+        for (j = i + 1; j < ni && t->ev[idx[j]].rank == e->rank && same_op(&t->ev[idx[j]], e); j++)
+            end = t->ev[idx[j]].vend > end ? t->ev[idx[j]].vend : end;
         int k = row_of[e->rank];
-        double s0 = e->vstart > T0 ? e->vstart : T0, s1 = e->vend < T1 ? e->vend : T1;
-        if (s1 > s0)
-            rows[k].busy += s1 - s0;
         if (k >= nvis)
             continue;
-        int x0 = (int)lround((e->vstart - T0) / dt), x1 = (int)lround((e->vend - T0) / dt);
+        int x0 = (int)lround((e->vstart - T0) / dt), x1 = (int)lround((end - T0) / dt);
         if (x1 <= x0)
             x1 = x0 + 1;
         if (x1 > plot_w)
             x1 = plot_w;
         rl_style st = phase_style(e->phase);
         rl_canvas_fill(c, plot_x + x0, ygrid + k, x1 - x0, 1, phase_fill(e->phase), st);
-        char lab[24];
-        if (e->tags[RL_TAG_MICROBATCH] >= 0)
-            snprintf(lab, sizeof lab, "%c%d", e->phase, e->tags[RL_TAG_MICROBATCH]);
+        char lab[32];
+        int mbt = e->tags[RL_TAG_MICROBATCH], ch = e->tags[RL_TAG_CHUNK];
+        if (mbt >= 0 && v > 1 && ch >= 0)
+            snprintf(lab, sizeof lab, "%c%d.%d", e->phase, mbt, ch);
+        else if (mbt >= 0)
+            snprintf(lab, sizeof lab, "%c%d", e->phase, mbt);
         else
             snprintf(lab, sizeof lab, "%c", e->phase);
         if ((int)strlen(lab) > x1 - x0)
-            lab[1] = 0;
+            lab[x1 - x0 > 1 && strchr(lab, '.') && strchr(lab, '.') - lab <= x1 - x0 ? strchr(lab, '.') - lab : 1] = 0;
         st.attr = RL_ATTR_BOLD;
         rl_canvas_text(c, plot_x + x0, ygrid + k, x1 - x0, st, lab);
     }
+    free(idx);
     y = ygrid + (nrows < nvis ? nrows : nvis);
     rl_tui_play_marks(c, plot_x, ygrid, y, plot_w, T0, T1, s);
     if (nrows > nvis)
@@ -256,7 +296,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     }
     rl_canvas_put(c, x, y, RL_G_LIGHT, RL_TUI_DIM);
     x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, "bubble") + 2;
-    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ number = micro-batch");
+    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, v > 1 ? "│ F3.1 = micro-batch 3, chunk 1" : "│ number = micro-batch");
     rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 done:
     free(sel);

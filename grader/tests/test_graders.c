@@ -282,8 +282,8 @@ static int number_printed(const char *out, double x)
 START_TEST(test_derivations_ask_what_calc_does_not_print)
 {
     static const struct {
-        const char *lab, *dir, *hs[7];
-    } labs[] = { { "28", "28_ddp", { "H1", "H2", "H3", "H4", "H5", "H6" } },
+        const char *lab, *dir, *hs[9];
+    } labs[] = { { "28", "28_ddp", { "H1", "H2", "H3", "H4", "H5", "H6", "H7", "H8" } },
                  { "29", "29_zero_fsdp", { "H1", "H2", "H3" } },
                  { "30", "30_tp_pp_sp_cp", { "H1", "H3", "H4" } },
                  { "31", "31_3d_moe_debug", { "H1", "H2", "H3", "H4", "H5" } } };

@@ -108,7 +108,7 @@ static void check_autograder(const char *dir)
         "{\"id\": 123456, \"created_at\": \"2026-12-01T14:22:32.365935-07:00\",\n"
         " \"assignment\": {\"due_date\": \"2026-12-31T23:00:00.000000-07:00\", \"group_size\": 2, "
         "\"group_submission\": true, \"id\": 25828, \"course_id\": 1234, \"late_due_date\": null, "
-        "\"release_date\": \"2026-11-02T00:00:00.000000-07:00\", \"title\": \"Lab 28\", \"total_points\": \"165.0\"},\n"
+        "\"release_date\": \"2026-11-02T00:00:00.000000-07:00\", \"title\": \"Lab 28\", \"total_points\": \"169.0\"},\n"
         " \"previous_submissions\": [{\"submission_time\": \"2026-11-30T10:00:00-07:00\", \"score\": 0.0, "
         "\"results\": {\"tests\": [{\"output\": \"\\\"email\\\": \\\"mallory@uni.example\\\"\"}]}}],\n"
         " \"submission_method\": \"upload\",\n \"users\": [%s]}\n";

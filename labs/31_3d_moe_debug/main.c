@@ -334,8 +334,8 @@ static int part_diagnose(const args *a)
         printf("spike detector: %s step %d, rank %d, layer %d\n", sp.found ? (sp.nonfinite ? "first NaN/Inf at" :
                "first spike at") : "nothing found;", sp.step, sp.rank, sp.layer);
     printf("\n== Lab 31.4 summary ==\nShape   flight records: per rank and communicator, (seq, op, count, dtype, "
-           "state)\nCost    a straggler costs every other rank (its time − median) per step\nMachine the rank NOT "
-           "inside the stuck collective is the culprit of a hang\n");
+           "state)\nCost    a straggler costs every other rank (its time − median) per step\nMachine which rank "
+           "does your diagnose() name, and which would you investigate first: its node, its links?\n");
     free(log.norms);
     return 0;
 }

@@ -339,6 +339,43 @@ START_TEST(test_pipeline_snapshot)
 }
 END_TEST
 
+/* The pipeline view draws one cell per op: the op's sub-ops (four compute events here) merge
+ * into one labelled cell, and a TP all-reduce tagged with the op's phase is neither a cell nor
+ * busy time (the bubble counts compute only: 320 µs of it per stage in the 580 µs from the first
+ * op's start to the last op's compute end). */
+START_TEST(test_pipeline_merges_sub_ops)
+{
+    static const struct { int stage; char phase; int mb; double start; } ops[] = {
+        { 0, 'F', 0, 0 }, { 0, 'F', 1, 100 }, { 1, 'F', 0, 100 }, { 1, 'F', 1, 200 },
+        { 1, 'B', 0, 300 }, { 1, 'B', 1, 400 }, { 0, 'B', 0, 400 }, { 0, 'B', 1, 500 },
+    };
+    rl_trace *t = rl_trace_new(2);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        for (int k = 0; k < 4; k++) { /* matmul, bias, gelu, matmul: 80 µs of the op's 100 */
+            rl_trace_event e = mk(ops[i].stage, 0, RL_CAT_COMPUTE, "sub", ops[i].start + 20 * k, 20);
+            e.phase = ops[i].phase;
+            e.tags[RL_TAG_MICROBATCH] = ops[i].mb;
+            e.tags[RL_TAG_STAGE] = ops[i].stage;
+            e.tags[RL_TAG_STEP] = 0;
+            rl_trace_add(t, &e);
+        }
+        rl_trace_event ar = mk(ops[i].stage, 1, RL_CAT_COMM, "all_reduce", ops[i].start + 80, 20);
+        ar.phase = ops[i].phase;
+        ar.tags[RL_TAG_MICROBATCH] = ops[i].mb;
+        ar.tags[RL_TAG_STAGE] = ops[i].stage;
+        ar.tags[RL_TAG_STEP] = 0;
+        rl_trace_add(t, &ar);
+    }
+    char *txt = render(t, RL_VIEW_PIPELINE, 80, 12);
+    ck_assert_has(txt, "F0>>");
+    ck_assert_has(txt, "B1<<");
+    ck_assert_msg(!strstr(txt, "FF") && !strstr(txt, "BB"), "sub-ops drawn as cells of their own:\n%s", txt);
+    ck_assert_has(txt, "bubble: measured 44.8%"); /* 1 − 320/580 */
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_shapes_snapshot)
 {
     rl_trace *t = shapes_trace();
@@ -1016,6 +1053,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_timeline_snapshot);
     tcase_add_test(tc, test_timeline_zoom_pan_cursor);
     tcase_add_test(tc, test_pipeline_snapshot);
+    tcase_add_test(tc, test_pipeline_merges_sub_ops);
     tcase_add_test(tc, test_shapes_snapshot);
     tcase_add_test(tc, test_memory_snapshot);
     tcase_add_test(tc, test_mesh_snapshot);
