@@ -21,8 +21,7 @@ static rl_style mem_style(int cat)
 }
 
 typedef struct {
-    const rl_mem_sample *now, *peak;   /* last sample, sample with the highest total */
-    double peak_total;
+    const rl_mem_sample *now;   /* the last sample (at or before the playhead when it is on) */
 } rank_mem;
 
 static double total_of(const int64_t *v)
@@ -49,12 +48,24 @@ static void draw_bar(rl_canvas *c, int x, int y, int w, const int64_t *v, double
     }
 }
 
+/* Whether rank r shows exactly what rank q shows (then the view lists them as one row). */
+static int same_rank(const rl_trace *t, const rank_mem *rm, int r, int q)
+{
+    if (memcmp(t->peak[r], t->peak[q], sizeof t->peak[r]))
+        return 0;
+    if (!rm[r].now || !rm[q].now)
+        return rm[r].now == rm[q].now;
+    return !memcmp(rm[r].now->current, rm[q].now->current, sizeof rm[r].now->current) &&
+           rm[r].now->vtime == rm[q].now->vtime;
+}
+
 void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
 {
     const rl_trace *t = m->trace;
     rank_mem *rm = calloc((size_t)t->nranks, sizeof *rm);
     if (!rm)
         return;
+    const rl_mem_sample *top = NULL; /* the largest sample of all: a transient when above the peaks */
     for (size_t i = 0; i < t->nmem; i++) {
         const rl_mem_sample *ms = &t->mem[i];
         if (ms->rank < 0 || ms->rank >= t->nranks)
@@ -62,17 +73,17 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         rank_mem *r = &rm[ms->rank];
         if ((!r->now || ms->vtime >= r->now->vtime) && (!s->play_on || ms->vtime <= s->playhead))
             r->now = ms; /* with the playhead: the last sample at or before it */
-        double tot = total_of(ms->current);
-        if (!r->peak || tot > r->peak_total)
-            r->peak = ms, r->peak_total = tot;
+        if (!top || total_of(ms->current) > total_of(top->current))
+            top = ms;
     }
-    double scale = 0;
+    /* the scale: the largest bar drawn (a rank's sample or its account's peaks) */
+    double scale = 0, peaks_max = 0;
     int any = 0;
     for (int r = 0; r < t->nranks; r++) {
-        double a = rm[r].peak ? rm[r].peak_total : 0, b = total_of(t->peak[r]);
-        double mx = a > b ? a : b;
-        if (mx > scale)
-            scale = mx;
+        double a = rm[r].now ? total_of(rm[r].now->current) : 0, b = total_of(t->peak[r]);
+        scale = a > scale ? a : scale;
+        scale = b > scale ? b : scale;
+        peaks_max = b > peaks_max ? b : peaks_max;
         any |= rm[r].now != NULL || b > 0;
     }
     if (s->rank >= t->nranks)
@@ -89,44 +100,57 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         free(rm);
         return;
     }
-    snprintf(buf, sizeof buf, "memory per rank: now = %s, peak = the sample with the highest total · full bar = %s",
-             s->play_on ? "at the playhead" : "last sample", rl_tui_fmt_bytes(scale, b1, sizeof b1));
+    snprintf(buf, sizeof buf, "now: %s · peak: the account's peak per category · full bar = %s",
+             s->play_on ? "at the playhead" : "the last sample", rl_tui_fmt_bytes(scale, b1, sizeof b1));
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 
-    int lw = 11, valw = 24, barw = c->w - lw - valw - 2;
+    int lw = 13, valw = 26, barw = c->w - lw - valw - 2;
     if (barw < 8)
         barw = 8;
-    int nvis = (y1 - y - 3) / 2;
+    int nvis = (y1 - y - 4) / 2;
     if (nvis < 1)
         nvis = 1;
-    int top = s->rank - nvis + 1 > 0 ? s->rank - nvis + 1 : 0;
-    for (int r = top; r < t->nranks && r < top + nvis; r++) {
+    /* rows: runs of ranks that show the same figures, from the one holding the selected rank */
+    int first = s->rank;
+    while (first > 0 && same_rank(t, rm, first, first - 1))
+        first--;
+    int shown = 0, r = first;
+    for (; r < t->nranks && shown < nvis; shown++) {
+        int last = r;
+        while (last + 1 < t->nranks && same_rank(t, rm, last + 1, r))
+            last++;
         const rank_mem *q = &rm[r];
-        int sel = r == s->rank;
-        rl_canvas_printf(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "%cr%d now", sel ? '>' : ' ', r);
+        int sel = s->rank >= r && s->rank <= last;
+        char who[32];
+        if (last > r)
+            snprintf(who, sizeof who, "r%d-%d", r, last);
+        else
+            snprintf(who, sizeof who, "r%d", r);
+        rl_canvas_printf(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "%c%-6s now", sel ? '>' : ' ', who);
         if (q->now) {
             draw_bar(c, lw, y, barw, q->now->current, scale);
             rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s at %s",
                              rl_tui_fmt_bytes(total_of(q->now->current), b1, sizeof b1),
                              rl_tui_fmt_time(q->now->vtime, b2, sizeof b2));
         } else {
-            rl_canvas_text(c, lw, y, barw, RL_TUI_DIM, "(no samples)");
+            rl_canvas_text(c, lw, y, barw, RL_TUI_DIM, "(no samples yet)");
         }
         y++;
-        rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "    peak");
-        if (q->peak) {
-            draw_bar(c, lw, y, barw, q->peak->current, scale);
-            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s at %s",
-                             rl_tui_fmt_bytes(q->peak_total, b1, sizeof b1), rl_tui_fmt_time(q->peak->vtime, b2, sizeof b2));
-        } else {
-            draw_bar(c, lw, y, barw, t->peak[r], scale);
-            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s sum of peaks",
-                             rl_tui_fmt_bytes(total_of(t->peak[r]), b1, sizeof b1));
-        }
+        rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "       peak");
+        draw_bar(c, lw, y, barw, t->peak[r], scale);
+        rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s (categories)",
+                         rl_tui_fmt_bytes(total_of(t->peak[r]), b1, sizeof b1));
         y++;
+        r = last + 1;
     }
-    if (top + nvis < t->nranks)
-        rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", t->nranks - top - nvis);
+    if (r < t->nranks)
+        rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d ranks", t->nranks - r);
+    if (top && total_of(top->current) > peaks_max && y < y1) { /* e.g. building the model, before the step */
+        snprintf(buf, sizeof buf, "a transient outside the account's peaks: r%d held %s at %s (e.g. while building "
+                 "the model, before the measured step)", top->rank, rl_tui_fmt_bytes(total_of(top->current), b1, sizeof b1),
+                 rl_tui_fmt_time(top->vtime, b2, sizeof b2));
+        rl_canvas_text(c, 1, y++, c->w - 2, RL_TUI_DIM, buf);
+    }
     y++;
     int x = 1;
     for (int k = 0; k < RL_MEM_NCAT && y < y1; k++) {

@@ -275,6 +275,7 @@ static int run_rank(rl_ctx *ctx, void *arg)
     rl_model_optim *opt = rl_model_adamw_new(m, ac);
     rl_batch batch;
     memset(&batch, 0, sizeof batch);
+    rl_mem_reset_peaks(rl_ctx_mem(ctx)); /* the peaks of the steps, not of building the reducer */
     for (int s = 0; s < cfg->steps && !rc; s++) {
         const rl_comm_counters c = rl_comm_get_counters(w);
         lg->calls0 = c.calls[RL_COLL_ALL_REDUCE];

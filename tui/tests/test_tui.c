@@ -405,14 +405,59 @@ START_TEST(test_memory_snapshot)
     char *txt = render(t, RL_VIEW_MEMORY, 100, 14);
     snapshot("memory_two_ranks", txt);
     ck_assert_has(txt, "[4 memory]");
-    ck_assert_has(txt, ">r0 now");
+    ck_assert_has(txt, ">r0     now");
     ck_assert_has(txt, "6.00 MiB at 3.00 ms");   /* now: the last sample */
-    ck_assert_has(txt, "8.00 MiB at 2.00 ms");   /* peak: the highest total */
-    ck_assert_has(txt, "8.50 MiB at 2.00 ms");   /* rank 1 has 0.5 MiB comm buffers more */
+    ck_assert_has(txt, "8.00 MiB (categories)"); /* peak: the account's peak of each category */
+    ck_assert_has(txt, "8.50 MiB (categories)"); /* rank 1 has 0.5 MiB comm buffers more */
     ck_assert_has(txt, "PPPPP");
     ck_assert_has(txt, "OOOO");
     ck_assert_has(txt, "r0 peaks: param 1.00 MiB, grad 1.00 MiB, optim 4.00 MiB, activation 2.00 MiB, comm 0 B");
     free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
+/* The memory view shows the account: its peaks per category (not a sample taken while the
+ * model was built, which is named apart), identical ranks on one row, and with the playhead
+ * the sample at or before it. */
+START_TEST(test_memory_account_and_transient)
+{
+    rl_trace *t = rl_trace_new(3);
+    rl_trace_event e = mk(0, 0, RL_CAT_COMPUTE, "step", 0, 3000);
+    rl_trace_add(t, &e);
+    for (int r = 0; r < 3; r++) {
+        rl_mem_sample build = { .rank = r, .vtime = 0 }; /* param and grad twice, before sharding */
+        build.current[RL_MEM_PARAM] = 16 * MIB, build.current[RL_MEM_GRAD] = 16 * MIB;
+        rl_trace_add_mem(t, &build);
+        for (int k = 1; k <= 3; k++) {
+            rl_mem_sample m = { .rank = r, .vtime = k * 1e-3 };
+            m.current[RL_MEM_PARAM] = 8 * MIB, m.current[RL_MEM_GRAD] = 8 * MIB;
+            m.current[RL_MEM_OPTIM] = k * 4 * MIB;
+            rl_trace_add_mem(t, &m);
+        }
+        t->peak[r][RL_MEM_PARAM] = t->peak[r][RL_MEM_GRAD] = 8 * MIB; /* reset for the step */
+        t->peak[r][RL_MEM_OPTIM] = 12 * MIB;
+    }
+    char *txt = render(t, RL_VIEW_MEMORY, 110, 14);
+    ck_assert_has(txt, "full bar = 28.00 MiB");
+    ck_assert_has(txt, ">r0-2   now");
+    ck_assert_has(txt, "28.00 MiB at 3.00 ms");
+    ck_assert_has(txt, "28.00 MiB (categories)");
+    ck_assert_has(txt, "a transient outside the account's peaks: r0 held 32.00 MiB at 0 s");
+    ck_assert_msg(!strstr(txt, "r1 "), "identical ranks listed apart:\n%s", txt);
+    free(txt);
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(110, 14);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.view = RL_VIEW_MEMORY, s.play_on = 1, s.playhead = 1.5e-3;
+    rl_tui_draw(c, m, &s);
+    txt = rl_canvas_to_text(c, 0);
+    ck_assert_has(txt, "now: at the playhead");
+    ck_assert_has(txt, "20.00 MiB at 1.00 ms");
+    free(txt);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
     rl_trace_free(t);
 }
 END_TEST
@@ -1056,6 +1101,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_pipeline_merges_sub_ops);
     tcase_add_test(tc, test_shapes_snapshot);
     tcase_add_test(tc, test_memory_snapshot);
+    tcase_add_test(tc, test_memory_account_and_transient);
     tcase_add_test(tc, test_mesh_snapshot);
     tcase_add_test(tc, test_help_too_small_and_keys);
     tcase_add_test(tc, test_views_on_odd_traces);
