@@ -48,7 +48,8 @@ rl_term *rl_term_open(char *err, int errlen)
     keypad(stdscr, TRUE);
     set_escdelay(25);
     curs_set(0);
-    if (has_colors() && start_color() == OK) {
+    const char *no_color = getenv("NO_COLOR"); /* no-color.org: set and not empty means no colours */
+    if (!(no_color && no_color[0]) && has_colors() && start_color() == OK) {
         t->default_ok = use_default_colors() == OK;
         t->colors = COLORS >= 16 ? 16 : COLORS >= 8 ? 8 : 0;
     }
@@ -84,9 +85,11 @@ static short curses_color(const rl_term *t, int c, int *bold)
         return (short)(c - 1);
     if (t->colors >= 16)
         return (short)(c - 1);
+    if (c == RL_COLOR_GREY) /* 8 colours: grey as dim white (black would vanish on a dark screen) */
+        return COLOR_WHITE;
     if (bold)
         *bold = 1;
-    return c == RL_COLOR_GREY ? COLOR_BLACK : (short)(c - RL_COLOR_GREY);
+    return (short)(c - RL_COLOR_GREY);
 }
 
 static short pair_for(rl_term *t, int fg, int bg, int *bold)
@@ -125,8 +128,11 @@ void rl_term_blit(rl_term *t, const rl_canvas *c)
             if (t->colors) {
                 if (cell->style.fg < RL_NCOLORS && cell->style.bg < RL_NCOLORS)
                     pair = pair_for(t, cell->style.fg, cell->style.bg, &bold);
-                if (cell->style.fg >= RL_COLOR_GREY && t->colors < 16)
+                if (cell->style.fg >= RL_COLOR_GREY && t->colors < 16) {
                     bold = cell->style.fg != RL_COLOR_GREY;
+                    if (cell->style.fg == RL_COLOR_GREY)
+                        a |= A_DIM;
+                }
             } else if (cell->style.bg != RL_COLOR_DEFAULT) {
                 a |= A_REVERSE; /* no colours: coloured backgrounds become reverse video */
             } else if (cell->style.fg == RL_COLOR_GREY) {

@@ -1049,6 +1049,52 @@ START_TEST(test_tmux_playback)
 }
 END_TEST
 
+/* Colours on an 8-colour terminal (TERM=xterm) and none under NO_COLOR: the timeline's grey
+ * axis is drawn as dim white, never as black (which vanishes on a dark screen), and NO_COLOR
+ * leaves no colour code on the screen. */
+START_TEST(test_tmux_colours)
+{
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
+    char trace[128], cwd[512], cmd[512];
+    static char screen[1 << 16];
+    snprintf(trace, sizeof trace, "/tmp/rl_tui_colours_%d.json", (int)getpid());
+    rl_trace *t = rl_tui_synth_ddp(2, 2);
+    char err[256];
+    ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    static const char *const envs[] = { "TERM=xterm", "NO_COLOR=1" };
+    for (int k = 0; k < 2; k++) {
+        tmux_session s;
+        snprintf(s.sock, sizeof s.sock, "rltuicol%d_%d_%ld", k, (int)getpid(), (long)time(NULL));
+        ck_assert_int_eq(tmux(&s, "new-session -d -s v -x 100 -y 30 \"cd '%s' && %s %s%s/ringlab view '%s'\"", cwd,
+                              envs[k], build[0] == '/' ? "" : "./", build, trace), 0);
+        EXPECT_SCREEN(&s, "comm hidden:");
+        snprintf(cmd, sizeof cmd, "tmux -L %s capture-pane -e -p -t v 2>/dev/null", s.sock);
+        ck_assert_int_eq(rl_test_run_cmd(cmd, screen, sizeof screen), 0);
+        tmux(&s, "kill-server");
+        char *axis = strchr(screen, '\n'); /* the second row: the time axis, in grey */
+        ck_assert_ptr_nonnull(axis);
+        char *end = strchr(axis + 1, '\n');
+        if (end)
+            *end = 0;
+        if (k == 0)
+            ck_assert_msg(strstr(axis, "\033[2m\033[37m") && !strstr(axis, "\033[30m"),
+                          "TERM=xterm: the axis is not dim white:\n%s", axis);
+        else
+            for (int c = 30; c <= 47; c++) { /* 39 and 49 are "default colour", not a colour */
+                if (c == 38 || c == 39)
+                    continue;
+                char code[8];
+                snprintf(code, sizeof code, "\033[%dm", c);
+                ck_assert_msg(!strstr(screen, code), "NO_COLOR: colour code %d on the screen", c);
+            }
+    }
+    remove(trace);
+}
+END_TEST
+
 /* The live TUI on a small DDP demo run: the timeline grows, stays open at the end, q quits. */
 START_TEST(test_tmux_live)
 {
@@ -1116,6 +1162,7 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_tmux_live);
     tcase_add_test(io, test_narration_on_lab_traces);
     tcase_add_test(io, test_tmux_playback);
+    tcase_add_test(io, test_tmux_colours);
     suite_add_tcase(s, io);
     return s;
 }
