@@ -93,8 +93,14 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
             f->rank = (int)v;
         else if (strcmp(tok, "seq") == 0)
             f->seq = (int64_t)v;
-        else if (strcmp(tok, "ms") == 0)
+        else if (strcmp(tok, "ms") == 0) {
+            if (v > 3600000) {
+                snprintf(err, (size_t)errlen, "--fault '%s': ms=%s is not a number from 0 to 3600000 (an hour)", spec,
+                         val);
+                return -1;
+            }
             f->ms = v;
+        }
         else if (strcmp(tok, "step") == 0)
             f->step = (int64_t)v;
         else if (strcmp(tok, "layer") == 0)

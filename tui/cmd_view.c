@@ -12,6 +12,7 @@
 #include "pipeline.h"
 #include "render_text.h"
 #include "ringlab.h"
+#include "optnum.h"
 #include "synth.h"
 #include "tui.h"
 #include "views.h"
@@ -249,11 +250,16 @@ static int demo(int argc, char **argv)
     }
     demo_cfg cfg = { 8, -1 };
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-            cfg.steps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--delay-ms") == 0 && i + 1 < argc)
-            cfg.delay_ms = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--demo") != 0 && strcmp(argv[i], "view") != 0) {
+        if (!strcmp(argv[i], "--steps") || !strcmp(argv[i], "--delay-ms")) {
+            const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+            if (!strcmp(argv[i], "--steps") ? rl_optnum_int("--steps", v, 1, 10000, &cfg.steps, err, sizeof err)
+                                            : rl_optnum_int("--delay-ms", v, 0, 60000, &cfg.delay_ms, err, sizeof err)) {
+                fprintf(stderr, "ringlab view --demo: %s\n", err);
+                usage(stderr);
+                return RL_EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(argv[i], "--demo") != 0 && strcmp(argv[i], "view") != 0) {
             fprintf(stderr, "ringlab view --demo: unknown option '%s'\n", argv[i]);
             return RL_EXIT_USAGE;
         }
@@ -301,18 +307,27 @@ int rl_cmd_view(int argc, char **argv)
             render = argv[++i];
         } else if (next && strcmp(a, "--size") == 0) {
             size = argv[++i];
-        } else if (next && strcmp(a, "--events") == 0) {
-            events = atoll(argv[++i]);
-        } else if (next && strcmp(a, "--frames") == 0) {
-            frames = atoi(argv[++i]);
+        } else if (strcmp(a, "--events") == 0 || strcmp(a, "--frames") == 0 || strcmp(a, "--ranks") == 0 ||
+                   strcmp(a, "--microbatches") == 0) {
+            char verr[256];
+            double ev = 0;
+            int bad = !strcmp(a, "--events")   ? rl_optnum(a, next, 1000, 100000000, 1, &ev, verr, sizeof verr)
+                      : !strcmp(a, "--frames") ? rl_optnum_int(a, next, 1, 10000, &frames, verr, sizeof verr)
+                      : !strcmp(a, "--ranks")  ? rl_optnum_int(a, next, 1, 64, &ranks, verr, sizeof verr)
+                                               : rl_optnum_int(a, next, 1, 256, &mbs, verr, sizeof verr);
+            if (bad) {
+                fprintf(stderr, "ringlab view: %s\n", verr);
+                usage(stderr);
+                return RL_EXIT_USAGE;
+            }
+            if (!strcmp(a, "--events"))
+                events = (long long)ev;
+            i++;
         } else if (next && strcmp(a, "--synth") == 0) {
             synth = argv[++i];
         } else if (next && strcmp(a, "--out") == 0) {
             out = argv[++i];
-        } else if (next && strcmp(a, "--ranks") == 0) {
-            ranks = atoi(argv[++i]);
-        } else if (next && strcmp(a, "--microbatches") == 0) {
-            mbs = atoi(argv[++i]);
+
         } else if (next && strcmp(a, "--bench-load") == 0) {
             bench_file = argv[++i];
         } else if (a[0] == '-' || file) {
@@ -328,17 +343,10 @@ int rl_cmd_view(int argc, char **argv)
         fprintf(stderr, "ringlab view: --size '%s': give WIDTHxHEIGHT in cells, e.g. 120x40 (1 to 1000 each)\n", size);
         return RL_EXIT_USAGE;
     }
-    if (frames < 1 || frames > 10000)
-        frames = 15;
     if (bench_file)
         return bench_load(bench_file, frames, w, h);
-    if (do_bench) {
-        if (events < 1000 || events > 100000000) {
-            fprintf(stderr, "ringlab view --bench: --events must be 1000 to 100000000\n");
-            return RL_EXIT_USAGE;
-        }
+    if (do_bench)
         return bench((size_t)events, frames, w, h);
-    }
     if (synth) {
         if (!out) {
             fprintf(stderr, "ringlab view --synth: give the output file with --out FILE\n");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "optnum.h"
 #include "backend.h"
 #include "ringlab.h"
 
@@ -365,21 +366,16 @@ int rl_cmd_bench(int argc, char **argv)
             goto bad;
         }
         const char *v = argv[++i];
-        char *end;
-        long lv = strtol(v, &end, 10);
-        int is_int = *v && !*end;
+        char verr[256] = "";
         switch (a[1]) {
         case 'b': if (parse_size(v, &b->min_bytes)) goto badval; break;
         case 'e': if (parse_size(v, &b->max_bytes)) goto badval; break;
         case 'i': if (parse_size(v, &b->step_bytes) || b->step_bytes <= 0) goto badval; break;
-        case 'f':
-            b->factor = strtod(v, &end);
-            if (*end || !(b->factor > 1)) goto badval;
-            break;
-        case 'n': if (!is_int || lv < 1 || lv > 100000) goto badval; b->iters = (int)lv; break;
-        case 'w': if (!is_int || lv < 0 || lv > 100000) goto badval; b->warmup = (int)lv; break;
-        case 'c': if (!is_int || lv < 0 || lv > 1) goto badval; b->check = (int)lv; break;
-        case 'r': if (!is_int || lv < 0) goto badval; b->root = (int)lv; break;
+        case 'f': if (rl_optnum(a, v, 1.01, 1024, 0, &b->factor, verr, sizeof verr)) goto badnum; break;
+        case 'n': if (rl_optnum_int(a, v, 1, 100000, &b->iters, verr, sizeof verr)) goto badnum; break;
+        case 'w': if (rl_optnum_int(a, v, 0, 100000, &b->warmup, verr, sizeof verr)) goto badnum; break;
+        case 'c': if (rl_optnum_int(a, v, 0, 1, &b->check, verr, sizeof verr)) goto badnum; break;
+        case 'r': if (rl_optnum_int(a, v, 0, 4095, &b->root, verr, sizeof verr)) goto badnum; break;
         case 'd':
             if (strcmp(v, "float") == 0 || strcmp(v, "f32") == 0) b->dtype = RL_F32;
             else if (strcmp(v, "bfloat16") == 0 || strcmp(v, "bf16") == 0) b->dtype = RL_BF16;
@@ -399,6 +395,9 @@ int rl_cmd_bench(int argc, char **argv)
         continue;
     badval:
         fprintf(stderr, "ringlab bench: bad value '%s' for %s\n", v, a);
+        goto bad;
+    badnum:
+        fprintf(stderr, "ringlab bench: %s\n", verr);
         goto bad;
     }
     if (b->kind == -2) {

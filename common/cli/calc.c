@@ -9,6 +9,7 @@
 #include <string.h>
 #include "calc.h"
 #include "cli.h"
+#include "optnum.h"
 #include "launch.h"
 
 /* ------------------------------------------------------------------ options */
@@ -22,6 +23,7 @@ typedef struct {
     double num;         /* O_COUNT, O_BYTES, O_NUM, O_INT, O_FLAG */
     const char *str;    /* O_STR */
     int set;
+    double min, max;    /* O_INT, O_NUM: the accepted range when max > 0 (rl_optnum) */
 } opt;
 
 typedef struct topic topic;
@@ -115,6 +117,15 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
         double v = 0;
         char *end;
         int bad = 0;
+        if ((op->kind == O_INT || op->kind == O_NUM) && op->max > 0) {
+            char verr[256];
+            if (rl_optnum(name, val, op->min, op->max, op->kind == O_INT, &v, verr, sizeof verr))
+                return usage_error(tp, "%s%s", verr, "");
+            op->num = v;
+            op->str = val;
+            op->set = 1;
+            continue;
+        }
         switch (op->kind) {
         case O_COUNT: bad = rl_calc_parse_count(val, &v) != 0; break;
         case O_BYTES: bad = rl_calc_parse_bytes(val, &v) != 0; break;
@@ -221,11 +232,11 @@ static json_t *json_topic(const char *topic, json_t **inputs)
 static int run_zero(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "the parameter count Ψ, e.g. 7.5B", 0, 0, 0 },
-        { "--dp", O_INT, 1, "the data-parallel degree Nd, e.g. 64", 0, 0, 0 },
-        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0 },
-        { "--nodes-of", O_INT, 0, "hsdp group size G, default the largest divisor of Nd <= 8", 0, 0, 0 },
-        { "--comm-bytes", O_NUM, 0, "bytes per communicated element, default 2", 0, 0, 0 },
+        { "--params", O_COUNT, 1, "the parameter count Ψ, e.g. 7.5B", 0, 0, 0, 0, 0 },
+        { "--dp", O_INT, 1, "the data-parallel degree Nd, e.g. 64", 0, 0, 0, 0, 0 },
+        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 0 },
+        { "--nodes-of", O_INT, 0, "hsdp group size G, default the largest divisor of Nd <= 8", 0, 0, 0, 0, 0 },
+        { "--comm-bytes", O_NUM, 0, "bytes per communicated element, default 2", 0, 0, 0, 0, 0 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -286,10 +297,10 @@ static int run_zero(const topic *tp, int argc, char **argv)
 static int run_coll(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--bytes", O_BYTES, 1, "the whole buffer S as in nccl-tests, e.g. 128M", 0, 0, 0 },
-        { "--ranks", O_INT, 1, "the number of ranks n, e.g. 8", 0, 0, 0 },
-        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
-        { "--algo", O_STR, 0, "ring or tree", 0, 0, 0 },
+        { "--bytes", O_BYTES, 1, "the whole buffer S as in nccl-tests, e.g. 128M", 0, 0, 0, 0, 0 },
+        { "--ranks", O_INT, 1, "the number of ranks n, e.g. 8", 0, 0, 0, 0, 0 },
+        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
+        { "--algo", O_STR, 0, "ring or tree", 0, 0, 0, 0, 0 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
@@ -353,12 +364,12 @@ static int run_coll(const topic *tp, int argc, char **argv)
 static int run_tp(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0 },
-        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0 },
-        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0 },
-        { "--t", O_INT, 1, "TP size t", 0, 0, 0 },
-        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
-        { "--dtype-bytes", O_NUM, 0, "bytes per activation element, default 2 (bf16)", 0, 0, 0 },
+        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 0, 0 },
+        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 0, 0 },
+        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--t", O_INT, 1, "TP size t", 0, 0, 0, 0, 0 },
+        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
+        { "--dtype-bytes", O_NUM, 0, "bytes per activation element, default 2 (bf16)", 0, 0, 0, 0, 0 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
@@ -421,14 +432,14 @@ static int run_tp(const topic *tp, int argc, char **argv)
 static int run_activation(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0 },
-        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0 },
-        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0 },
-        { "--a", O_COUNT, 1, "attention heads a", 0, 0, 0 },
-        { "--t", O_INT, 0, "TP size t, default 1", 0, 0, 0 },
-        { "--sp", O_FLAG, 0, "sequence parallelism", 0, 0, 0 },
-        { "--recompute", O_STR, 0, "none, selective or full", 0, 0, 0 },
-        { "--layers", O_INT, 0, "layers L, default 1", 0, 0, 0 },
+        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 0, 0 },
+        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 0, 0 },
+        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--a", O_COUNT, 1, "attention heads a", 0, 0, 0, 0, 0 },
+        { "--t", O_INT, 0, "TP size t, default 1", 0, 0, 0, 0, 0 },
+        { "--sp", O_FLAG, 0, "sequence parallelism", 0, 0, 0, 0, 0 },
+        { "--recompute", O_STR, 0, "none, selective or full", 0, 0, 0, 0, 0 },
+        { "--layers", O_INT, 0, "layers L, default 1", 0, 0, 0, 0, 0 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -475,10 +486,10 @@ static int run_activation(const topic *tp, int argc, char **argv)
 static int run_bubble(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--pp", O_INT, 1, "pipeline stages p", 0, 0, 0 },
-        { "--mb", O_INT, 0, "micro-batches m per step", 0, 0, 0 },
-        { "--v", O_INT, 0, "virtual stages per rank (interleaved), default 2", 0, 0, 0 },
-        { "--schedule", O_STR, 0, "naive, gpipe, 1f1b, interleaved or zb-h1", 0, 0, 0 },
+        { "--pp", O_INT, 1, "pipeline stages p", 0, 0, 0, 0, 0 },
+        { "--mb", O_INT, 0, "micro-batches m per step", 0, 0, 0, 0, 0 },
+        { "--v", O_INT, 0, "virtual stages per rank (interleaved), default 2", 0, 0, 0, 0, 0 },
+        { "--schedule", O_STR, 0, "naive, gpipe, 1f1b, interleaved or zb-h1", 0, 0, 0, 0, 0 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -540,12 +551,12 @@ static int run_bubble(const topic *tp, int argc, char **argv)
 static int run_flops(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "parameters N, e.g. 70B", 0, 0, 0 },
-        { "--tokens", O_COUNT, 1, "training tokens D, e.g. 2T", 0, 0, 0 },
-        { "--layers", O_INT, 0, "layers L (attention term)", 0, 0, 0 },
-        { "--hidden", O_COUNT, 0, "hidden size h = H·Q", 0, 0, 0 },
-        { "--heads", O_INT, 0, "attention heads H", 0, 0, 0 },
-        { "--seq", O_COUNT, 0, "sequence length T", 0, 0, 0 },
+        { "--params", O_COUNT, 1, "parameters N, e.g. 70B", 0, 0, 0, 0, 0 },
+        { "--tokens", O_COUNT, 1, "training tokens D, e.g. 2T", 0, 0, 0, 0, 0 },
+        { "--layers", O_INT, 0, "layers L (attention term)", 0, 0, 0, 0, 0 },
+        { "--hidden", O_COUNT, 0, "hidden size h = H·Q", 0, 0, 0, 0, 0 },
+        { "--heads", O_INT, 0, "attention heads H", 0, 0, 0, 0, 0 },
+        { "--seq", O_COUNT, 0, "sequence length T", 0, 0, 0, 0, 0 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -591,10 +602,10 @@ static int run_flops(const topic *tp, int argc, char **argv)
 static int run_mfu(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--flops", O_COUNT, 1, "model FLOPs done in --time, e.g. 4.2e15", 0, 0, 0 },
-        { "--time", O_NUM, 1, "seconds", 0, 0, 0 },
-        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
-        { "--gpus", O_INT, 0, "GPUs that did the work, default 1", 0, 0, 0 },
+        { "--flops", O_COUNT, 1, "model FLOPs done in --time, e.g. 4.2e15", 0, 0, 0, 0, 0 },
+        { "--time", O_NUM, 1, "seconds", 0, 0, 0, 0, 0 },
+        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
+        { "--gpus", O_INT, 0, "GPUs that did the work, default 1", 0, 0, 0, 0, 0 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
@@ -632,12 +643,12 @@ static int run_mfu(const topic *tp, int argc, char **argv)
 static int run_moe(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--tokens", O_COUNT, 1, "tokens routed on one rank per step", 0, 0, 0 },
-        { "--experts", O_INT, 1, "experts E", 0, 0, 0 },
-        { "--topk", O_INT, 1, "experts per token k", 0, 0, 0 },
-        { "--cf", O_NUM, 1, "capacity factor, e.g. 1.25", 0, 0, 0 },
-        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0 },
-        { "--dtype-bytes", O_NUM, 0, "bytes per element, default 2 (bf16)", 0, 0, 0 },
+        { "--tokens", O_COUNT, 1, "tokens routed on one rank per step", 0, 0, 0, 0, 0 },
+        { "--experts", O_INT, 1, "experts E", 0, 0, 0, 0, 0 },
+        { "--topk", O_INT, 1, "experts per token k", 0, 0, 0, 0, 0 },
+        { "--cf", O_NUM, 1, "capacity factor, e.g. 1.25", 0, 0, 0, 0, 0 },
+        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--dtype-bytes", O_NUM, 0, "bytes per element, default 2 (bf16)", 0, 0, 0, 0, 0 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -694,16 +705,16 @@ static void warn_names(int w, char *buf, size_t n)
 static int run_plan(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "parameters Ψ, e.g. 70B", 0, 0, 0 },
-        { "--layers", O_INT, 1, "layers L", 0, 0, 0 },
-        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0 },
-        { "--heads", O_INT, 1, "attention heads a", 0, 0, 0 },
-        { "--seq", O_COUNT, 1, "sequence length S", 0, 0, 0 },
-        { "--gbs", O_INT, 1, "global batch in sequences", 0, 0, 0 },
-        { "--gpus", O_INT, 1, "GPUs G", 0, 0, 0 },
-        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0 },
-        { "--top", O_NUM, 0, "rows to show, default 10 (0: all)", 0, 0, 0 },
-        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0 },
+        { "--params", O_COUNT, 1, "parameters Ψ, e.g. 70B", 0, 0, 0, 0, 0 },
+        { "--layers", O_INT, 1, "layers L", 0, 0, 0, 0, 0 },
+        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--heads", O_INT, 1, "attention heads a", 0, 0, 0, 0, 0 },
+        { "--seq", O_COUNT, 1, "sequence length S", 0, 0, 0, 0, 0 },
+        { "--gbs", O_INT, 1, "global batch in sequences", 0, 0, 0, 0, 0 },
+        { "--gpus", O_INT, 1, "GPUs G", 0, 0, 0, 0, 0 },
+        { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
+        { "--top", O_INT, 0, "rows to show, default 10 (0: all)", 0, 0, 0, 0, 100000 },
+        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 0 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli.h"
 #include "model.h"
+#include "optnum.h"
 #include "ringlab.h"
 
 typedef struct {
@@ -109,14 +110,20 @@ int rl_cmd_train(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             a.kind = (rl_model_kind)k, i++;
-        } else if (v && strcmp(o, "--steps") == 0) {
-            a.steps = atoi(v), i++;
-        } else if (v && strcmp(o, "--lr") == 0) {
-            a.lr = strtof(v, NULL), i++;
-        } else if (v && strcmp(o, "--batch") == 0) {
-            a.batch = atoi(v), i++;
-        } else if (v && strcmp(o, "--every") == 0) {
-            a.every = atoi(v), i++;
+        } else if (!strcmp(o, "--steps") || !strcmp(o, "--lr") || !strcmp(o, "--batch") || !strcmp(o, "--every")) {
+            double lr = 0;
+            int bad = !strcmp(o, "--steps")   ? rl_optnum_int(o, v, 1, 10000000, &a.steps, err, sizeof err)
+                      : !strcmp(o, "--batch") ? rl_optnum_int(o, v, 1, 65536, &a.batch, err, sizeof err)
+                      : !strcmp(o, "--every") ? rl_optnum_int(o, v, 1, 10000000, &a.every, err, sizeof err)
+                                              : rl_optnum(o, v, 1e-9, 10, 0, &lr, err, sizeof err);
+            if (bad) {
+                fprintf(stderr, "ringlab train: %s\n", err);
+                usage(stderr);
+                return RL_EXIT_USAGE;
+            }
+            if (!strcmp(o, "--lr"))
+                a.lr = (float)lr;
+            i++;
         } else {
             fprintf(stderr, "ringlab train: unknown option or missing value: '%s'\n", o);
             usage(stderr);

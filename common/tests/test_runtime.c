@@ -306,6 +306,55 @@ static int run_ringlab(const char *args, char *out, size_t size)
     return rl_test_run_ringlab(rl_test_build(), "", args, out, size);
 }
 
+/* Every numeric option with a declared range refuses what lies outside it — missing, negative,
+ * zero, huge, overflowing, not a number, inf — with exit 2, a line naming the value and the
+ * range, and the usage; values in range still run (rl_optnum). */
+START_TEST(test_cli_numbers_in_range)
+{
+    static const struct { const char *opt, *range; } opts[] = {
+        { "bench all_reduce -f", "a number from 1.01 to 1024" },
+        { "bench all_reduce -n", "a whole number from 1 to 100000" },
+        { "bench all_reduce -w", "a whole number from 0 to 100000" },
+        { "bench all_reduce -c", "a whole number from 0 to 1" },
+        { "bench all_reduce -r", "a whole number from 0 to 4095" },
+        { "train --steps", "a whole number from 1 to 10000000" },
+        { "train --batch", "a whole number from 1 to 65536" },
+        { "train --every", "a whole number from 1 to 10000000" },
+        { "train --lr", "a number from 1e-09 to 10" },
+        { "view --bench --frames", "a whole number from 1 to 10000" },
+        { "view --bench --events", "a whole number from 1000 to 100000000" },
+        { "view --synth 1f1b --out /dev/null --ranks", "a whole number from 1 to 64" },
+        { "view --synth 1f1b --out /dev/null --microbatches", "a whole number from 1 to 256" },
+        { "view --demo --delay-ms", "a whole number from 0 to 60000" },
+        { "view --demo --steps", "a whole number from 1 to 10000" },
+        { "calc plan --params 7B --layers 32 --hidden 4096 --heads 32 --seq 2048 --gbs 64 --gpus 8 --top",
+          "a whole number from 0 to 100000" },
+    };
+    static const char *const bad[] = { "-1", "1e18", "4294967296", "abc", "inf", "nan", "1e400", "2.5x" };
+    char args[512], out[1 << 14];
+    size_t nbad = rl_test_quick() ? 3 : sizeof bad / sizeof bad[0]; /* the sanitizer build: a few */
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        for (size_t k = 0; k < nbad; k++) {
+            snprintf(args, sizeof args, "%s %s", opts[i].opt, bad[k]);
+            int rc = rl_test_run_ringlab(rl_test_build(), "", args, out, sizeof out);
+            char want[160];
+            snprintf(want, sizeof want, "'%s' is not %s", bad[k], opts[i].range);
+            ck_assert_msg(rc == 2 && strstr(out, want) && strstr(out, "usage:"),
+                          "ringlab %s: exit %d, expected 2 and \"%s\" with the usage:\n%.600s", args, rc, want, out);
+        }
+    /* the option last with no value: named as missing */
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --steps", out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "--steps: '(missing)' is not a whole number"), "%s", out);
+    /* --fault's duration has a range too */
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --fault straggler:rank=0:ms=1e18", out, sizeof out),
+                     2);
+    ck_assert_msg(strstr(out, "ms=1e18 is not a number from 0 to 3600000"), "%s", out);
+    /* in range: runs */
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --steps 2 --batch 4 --every 1 --lr 0.01", out,
+                                         sizeof out), 0);
+}
+END_TEST
+
 START_TEST(test_bench_cli)
 {
     static char out[65536];
@@ -400,6 +449,7 @@ Suite *runtime_suite(void)
     TCase *cli = tcase_create("bench_cli");
     tcase_set_timeout(cli, 120);
     tcase_add_test(cli, test_bench_cli);
+    tcase_add_test(cli, test_cli_numbers_in_range);
     tcase_add_test(cli, test_bench_hang_acceptance);
     suite_add_tcase(s, cli);
     return s;

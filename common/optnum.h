@@ -1,0 +1,16 @@
+/* optnum.h — the numbers of the command line: one parser, each option with its declared range,
+ * and one message for a bad value ("--batch: '-1' is not a whole number from 1 to 65536"). */
+#ifndef RL_OPTNUM_H
+#define RL_OPTNUM_H
+#include <stddef.h>
+
+/* Parses text as a number of option name within [min, max] (whole: no fraction, no exponent
+ * that leaves one). 0, or -1 with the one-line message in err: the value, the option and the
+ * accepted range — a missing value, text that is not a number, inf/nan, an overflow and a
+ * value outside the range are all refused. */
+int rl_optnum(const char *name, const char *text, double min, double max, int whole, double *out, char *err,
+              size_t errlen);
+/* rl_optnum for a whole number into an int. */
+int rl_optnum_int(const char *name, const char *text, int min, int max, int *out, char *err, size_t errlen);
+
+#endif
