@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "apiwatch.h"
+#include "optnum.h"
 #include "rules.h"
 #include "sandbox.h"
 
@@ -1119,6 +1120,13 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     grading_lab = lab;
     const char *env_exam = getenv("RL_GRADE_EXAM");
     exam_mode = env_exam && *env_exam && strcmp(env_exam, "0");
+    const char *env_scale = getenv("RL_GRADE_TIME_SCALE");
+    double scale_v;
+    char serr[256];
+    if (env_scale && *env_scale && rl_optnum("RL_GRADE_TIME_SCALE", env_scale, 0.1, 100, 0, &scale_v, serr, sizeof serr)) {
+        fprintf(stderr, "grade: %s (it multiplies every time limit: e.g. 3 on a slow machine)\n", serr);
+        return 2;
+    }
     const char *env_seed = getenv("RL_GRADE_SEED");
     if (env_seed && *env_seed) {
         if (parse_seed(env_seed, &run_seed)) {
