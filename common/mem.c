@@ -3,6 +3,8 @@
 #include "mem.h"
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const char *const cat_names[RL_MEM_NCAT] = {
     "param", "grad", "optim", "activation", "comm", "other"
@@ -58,4 +60,32 @@ char *rl_fmt_bytes(double bytes, char *buf, int size)
     else
         snprintf(buf, (size_t)size, "%s%.2f %s", bytes < 0 ? "-" : "", v, units[u]);
     return buf;
+}
+
+double rl_mem_available(void)
+{
+    double avail = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            avail = 1024.0 * (double)kb;
+    }
+    if (f)
+        fclose(f);
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+        double used = -1; /* the address space already taken: /proc/self/statm's first field, in pages */
+        FILE *st = fopen("/proc/self/statm", "r");
+        long long pages;
+        if (st && fscanf(st, "%lld", &pages) == 1)
+            used = (double)pages * (double)sysconf(_SC_PAGESIZE);
+        if (st)
+            fclose(st);
+        double left = (double)lim.rlim_cur - (used > 0 ? used : 0);
+        if (avail < 0 || left < avail)
+            avail = left > 0 ? left : 0;
+    }
+    return avail;
 }

@@ -24,6 +24,9 @@ int rl_mem_cat_parse(const char *name);
 void rl_mem_charge(rl_mem_account *acc, rl_mem_cat cat, int64_t bytes);
 /* Resets the peaks to the current values (e.g. to measure one training step). */
 void rl_mem_reset_peaks(rl_mem_account *acc);
+/* Bytes this process may still allocate: the smaller of /proc/meminfo's MemAvailable and what
+ * the address-space limit (ulimit -v) leaves; -1 when neither can be read. */
+double rl_mem_available(void);
 /* Formats a byte count with a binary unit ("12.5 MiB") into buf; returns buf. */
 char *rl_fmt_bytes(double bytes, char *buf, int size);
 

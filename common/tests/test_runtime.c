@@ -349,6 +349,13 @@ START_TEST(test_cli_numbers_in_range)
     ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --fault straggler:rank=0:ms=1e18", out, sizeof out),
                      2);
     ck_assert_msg(strstr(out, "ms=1e18 is not a number from 0 to 3600000"), "%s", out);
+    /* lab 30's driver on sizes whose tensors cannot fit: a message, exit 1 — not a crash */
+    if (!rl_test_quick()) { /* the labs' drivers are built by the normal build only */
+        int rc = rl_test_run_cmd("build/solutions/30_tp_pp_sp_cp/run --seq 4096 --hidden 4096 --heads 4096 "
+                                 "--batch 4096 2>&1", out, sizeof out);
+        ck_assert_msg(rc == 1 && strstr(out, "out of memory: b = 4096, s = 4096, h = 4096, a = 4096 need about"),
+                      "lab 30 on huge sizes: exit %d\n%s", rc, out);
+    }
     /* in range: runs */
     ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --steps 2 --batch 4 --every 1 --lr 0.01", out,
                                          sizeof out), 0);

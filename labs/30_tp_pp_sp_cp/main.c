@@ -90,6 +90,19 @@ int main(int argc, char **argv)
                 MP_MAX_RANKS, MP_MAX_MB, MP_MAX_CHUNKS);
         return RL_EXIT_USAGE;
     }
+    /* the largest tensors, f32: activations [b, s, 4h], attention scores [b, a, s, s] and the MLP's
+     * weights, held by every rank and by the dense references beside them */
+    double big = 4.0 * ((double)cfg.b * cfg.s * 4 * cfg.h + (double)cfg.b * cfg.heads * cfg.s * cfg.s +
+                        8.0 * cfg.h * cfg.h), need = big * (t + 3), avail = rl_mem_available();
+    if (avail >= 0 && need > avail) {
+        char b1[32], b2[32];
+        fprintf(stderr, "out of memory: b = %lld, s = %lld, h = %lld, a = %d need about %s ([b, s, 4h] activations, "
+                        "[b, a, s, s] scores and the weights, on %d ranks and in the dense references); about %s is "
+                        "available: choose smaller --batch, --seq, --hidden or --heads\n", (long long)cfg.b,
+                (long long)cfg.s, (long long)cfg.h, cfg.heads, rl_fmt_bytes(need, b1, sizeof b1), t,
+                rl_fmt_bytes(avail, b2, sizeof b2));
+        return RL_EXIT_FAIL;
+    }
     const rl_hw *hw = cfg.opts.hw ? cfg.opts.hw : rl_hw_default();
     printf("Lab 30: model parallelism on %s: t = cp = %d ranks (b = %lld, s = %lld, h = %lld, a = %d, f = 4h), "
            "pipeline p = %d, m = %d, %s%s\n", hw->name, t, (long long)cfg.b, (long long)cfg.s, (long long)cfg.h,
