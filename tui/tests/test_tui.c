@@ -926,13 +926,37 @@ static int wait_rc_file(const char *rcfile, const char *who)
 
 static int have_tmux(void) { return system("command -v tmux >/dev/null 2>&1") == 0; }
 
+/* Starts `ringlab view TRACE` in a new tmux session of w x h (its socket named after tag); the
+ * viewer's exit status goes to rcfile. */
+static void start_viewer(tmux_session *s, const char *tag, int w, int h, const char *trace, const char *rcfile)
+{
+    char cwd[512];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    snprintf(s->sock, sizeof s->sock, "%s_%d_%ld", tag, (int)getpid(), (long)time(NULL));
+    int rc = tmux(s, "new-session -d -s v -x %d -y %d \"cd '%s' && %s%s/ringlab view '%s'; echo rc=\\$? > '%s'\"", w, h,
+                  cwd, build[0] == '/' ? "" : "./", build, trace, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+}
+
+/* Presses q, checks the viewer exits with status 0, and removes the session and the files. */
+static void quit_viewer(const tmux_session *s, const char *trace, const char *rcfile)
+{
+    tmux(s, "send-keys -t v q");
+    int done = wait_rc_file(rcfile, "viewer");
+    tmux(s, "kill-server");
+    remove(trace);
+    remove(rcfile);
+    ck_assert_msg(done, "the viewer did not exit after q");
+}
+
 START_TEST(test_tmux_smoke)
 {
     if (!have_tmux()) {
         fprintf(stderr, "test_tmux_smoke: SKIPPED - tmux is not installed (make deps installs it)\n");
         return;
     }
-    char trace[128], rcfile[128], cwd[512];
+    char trace[128], rcfile[128];
     static char screen[1 << 16];
     snprintf(trace, sizeof trace, "/tmp/rl_tui_tmux_%d.json", (int)getpid());
     snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_tmux_%d.rc", (int)getpid());
@@ -941,13 +965,8 @@ START_TEST(test_tmux_smoke)
     char err[256];
     ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
     rl_trace_free(t);
-    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
-    const char *build = rl_test_build();
     tmux_session s;
-    snprintf(s.sock, sizeof s.sock, "rltui_%d_%ld", (int)getpid(), (long)time(NULL));
-    int rc = tmux(&s, "new-session -d -s v -x 120 -y 40 \"cd '%s' && %s%s/ringlab view '%s'; echo rc=\\$? > '%s'\"", cwd,
-                  build[0] == '/' ? "" : "./", build, trace, rcfile);
-    ck_assert_msg(rc == 0, "could not start tmux");
+    start_viewer(&s, "rltui", 120, 40, trace, rcfile);
 
     EXPECT_SCREEN(&s, "[1 timeline]");
     EXPECT_SCREEN(&s, " r3 comm");
@@ -989,12 +1008,7 @@ START_TEST(test_tmux_smoke)
     tmux(&s, "resize-window -t v -x 100 -y 30");
     EXPECT_SCREEN(&s, "comm hidden:");
     ck_assert_msg(strstr(screen, "too small") == NULL, "still too small after growing:\n%s", screen);
-    tmux(&s, "send-keys -t v q");
-    int done = wait_rc_file(rcfile, "viewer");
-    tmux(&s, "kill-server");
-    remove(trace);
-    remove(rcfile);
-    ck_assert_msg(done, "the viewer did not exit after q");
+    quit_viewer(&s, trace, rcfile);
 }
 END_TEST
 
@@ -1005,19 +1019,14 @@ START_TEST(test_tmux_playback)
     if (rl_test_quick())
         return; /* the labs' drivers are built by the normal build only */
     ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
-    char trace[128], rcfile[128], cwd[512];
+    char trace[128], rcfile[128];
     static char screen[1 << 16];
     snprintf(trace, sizeof trace, "/tmp/rl_tui_play_%d.json", (int)getpid());
     snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_play_%d.rc", (int)getpid());
     remove(rcfile);
     ck_assert_int_eq(lab_trace("30_tp_pp_sp_cp", "--schedule interleaved", trace), 0);
-    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
-    const char *build = rl_test_build();
     tmux_session s;
-    snprintf(s.sock, sizeof s.sock, "rltuiplay_%d_%ld", (int)getpid(), (long)time(NULL));
-    int rc = tmux(&s, "new-session -d -s v -x 120 -y 32 \"cd '%s' && %s%s/ringlab view '%s'; echo rc=\\$? > '%s'\"", cwd,
-                  build[0] == '/' ? "" : "./", build, trace, rcfile);
-    ck_assert_msg(rc == 0, "could not start tmux");
+    start_viewer(&s, "rltuiplay", 120, 32, trace, rcfile);
     EXPECT_SCREEN(&s, "[1 timeline]");
     tmux(&s, "send-keys -t v 2");
     EXPECT_SCREEN(&s, "[2 pipeline]");
@@ -1040,12 +1049,7 @@ START_TEST(test_tmux_playback)
     tmux(&s, "send-keys -t v 1");
     EXPECT_SCREEN(&s, "[1 timeline]");
     EXPECT_SCREEN(&s, "paused at"); /* one playhead for every view */
-    tmux(&s, "send-keys -t v q");
-    int done = wait_rc_file(rcfile, "viewer");
-    tmux(&s, "kill-server");
-    remove(trace);
-    remove(rcfile);
-    ck_assert_msg(done, "the viewer did not exit after q");
+    quit_viewer(&s, trace, rcfile);
 }
 END_TEST
 
