@@ -14,11 +14,11 @@
  * an op starts once its input has arrived, sends never hold the sender up, and messages
  * on one link are received in the order they were sent (activations and gradients as two
  * streams: give them two communicators — rl_recv matches in order and has no tags).
- * Executing it on the runtime, where a send completes only when the peer posts the
- * matching receive and a rank's comm calls run in order, needs Megatron-LM's pairing: put
- * the pending send and the next op's receive in one rl_group_start/rl_group_end
- * (send_forward_recv_backward ...); that is enough for GPipe, 1F1B and ZB-H1, while
- * interleaved 1F1B also needs the next F's and the next B's receives posted together.
+ * Executing it on the runtime is harder than modelling it: there a send completes only when
+ * the peer posts the matching receive, and a rank's comm calls run in order, so ranks that
+ * each send before they receive can wait on each other for ever. Which calls a rank must post
+ * together (rl_group_start/rl_group_end) for each schedule to run is part of labs 30.4 and
+ * 31.2; the watchdog names the ranks and calls of a deadlock.
  * Dependencies: F(mb, s) after F(mb, s−1); B(mb, s) after F(mb, s) and B(mb, s+1);
  * W(mb, s) after B(mb, s).
  *

@@ -3192,6 +3192,17 @@ typedef struct h_numbers {
     double h7_kib[6], h7_first_kib, h7_cap_kib, h8_ready_us[6];
 } h_numbers;
 
+/* H7's plan: p0..p5 (f32, KiB) and p6 = p1, bucketed by the rule of 28.2 (ref_assign) into p;
+ * the caller frees it with ddp_plan_free. */
+static void h7_plan(const double *kib, double first_kib, double cap_kib, ddp_bucket_plan *p)
+{
+    ddp_param_desc d[7];
+    for (int i = 0; i < 7; i++)
+        d[i] = (ddp_param_desc){ "p", (int64_t)(i < 6 ? kib[i] : kib[1]) * 256, RL_F32, i < 6 ? -1 : 1 };
+    ck_assert(ddp_plan_alloc(p, 7) == 0);
+    ref_assign(d, 7, (int64_t)first_kib * 1024, (int64_t)cap_kib * 1024, p);
+}
+
 static h_numbers my_numbers(void)
 {
     static const double n1[] = { 3, 5, 6, 8 }, mb1[] = { 6, 12, 40, 100 }, n2[] = { 256, 512, 2048, 4096 };
@@ -3215,7 +3226,7 @@ static h_numbers my_numbers(void)
     n.h6_n = (int)rl_grade_learner_pick("28/H6/n", n6, 2);
     n.h6_pct = (int)rl_grade_learner_pick("28/H6/pct", pct6, 3);
     static const double kib[] = { 64, 96, 128, 160, 192, 256 }, first[] = { 128, 192, 256 }, cap[] = { 320, 448, 512 },
-                        gap[] = { 15, 20, 25, 30 }, late[] = { 3, 2, 1 };
+                        gap[] = { 15, 20, 25, 30 };
     for (int i = 0; i < 6; i++) {
         char q[32];
         snprintf(q, sizeof q, "28/H7/p%d", i);
@@ -3229,20 +3240,19 @@ static h_numbers my_numbers(void)
         snprintf(q, sizeof q, "28/H8/gap%d", i);
         n.h8_ready_us[i] = t += rl_grade_learner_pick(q, gap, 4);
     }
-    /* ... but p5's gradient comes late, 5 µs after pk's: its bucket 0 starts late */
-    n.h8_ready_us[5] = n.h8_ready_us[(int)rl_grade_learner_pick("28/H8/late", late, 3)] + 5;
+    /* ... but p5's gradient (always in bucket 0) comes late: 5 µs after bucket 1's last, so
+     * bucket 1 is complete before bucket 0 and must wait for it */
+    ddp_bucket_plan p;
+    h7_plan(n.h7_kib, n.h7_first_kib, n.h7_cap_kib, &p);
+    double b1_ready = 0;
+    for (int j = 0; p.nbuckets > 1 && j < p.buckets[1].nparams; j++)
+        b1_ready = fmax(b1_ready, n.h8_ready_us[p.order[p.buckets[1].first + j]]);
+    ddp_plan_free(&p);
+    n.h8_ready_us[5] = b1_ready + 5;
     return n;
 }
 
-/* H7's plan (the rule of 28.2, ref_assign) into p; the caller frees it with ddp_plan_free. */
-static void h7_plan(const h_numbers *n, ddp_bucket_plan *p)
-{
-    ddp_param_desc d[7];
-    for (int i = 0; i < 7; i++)
-        d[i] = (ddp_param_desc){ "p", (int64_t)(i < 6 ? n->h7_kib[i] : n->h7_kib[1]) * 256, RL_F32, i < 6 ? -1 : 1 };
-    ck_assert(ddp_plan_alloc(p, 7) == 0);
-    ref_assign(d, 7, (int64_t)n->h7_first_kib * 1024, (int64_t)n->h7_cap_kib * 1024, p);
-}
+
 
 /* make questions LAB=28: this learner's numbers. */
 static void questions28(FILE *out)
@@ -3335,7 +3345,7 @@ START_TEST(t_ans_buckets)
 {
     h_numbers n = my_numbers();
     ddp_bucket_plan p;
-    h7_plan(&n, &p);
+    h7_plan(n.h7_kib, n.h7_first_kib, n.h7_cap_kib, &p);
     CHECK_NUM("h7_nbuckets", p.nbuckets, 0);
     CHECK_NUM("h7_bucket_of_p6", p.bucket_of[6], 0);
     CHECK_NUM("h7_b1_kib", p.buckets[1].bytes / 1024.0, 0.001);
@@ -3349,7 +3359,7 @@ START_TEST(t_ans_launch)
 {
     h_numbers n = my_numbers();
     ddp_bucket_plan p;
-    h7_plan(&n, &p);
+    h7_plan(n.h7_kib, n.h7_first_kib, n.h7_cap_kib, &p);
     double launch[8] = { 0 }, prev = 0;
     for (int b = 0; b < p.nbuckets && b < 8; b++) {
         double ready = 0;

@@ -274,7 +274,7 @@ static void narrate_rank(const rl_tui_model *m, int rank, double t, char *out, s
         if (coll->tags[RL_TAG_BUCKET] >= 0)
             snprintf(b, sizeof b, " of bucket %d", coll->tags[RL_TAG_BUCKET]);
         double done = coll->vend > coll->vstart ? (t - coll->vstart) / (coll->vend - coll->vstart) : 1;
-        clause(out, n, "its %s%s (%s on %s) is %.0f%% done, %s", coll->name, b,
+        clause(out, n, "its %s%s (%s sent on %s) is %.0f%% done, %s", coll->name, b,
                rl_tui_fmt_bytes(coll->bytes, by, sizeof by), coll->comm[0] ? coll->comm : "?", 100 * done,
                op ? "hidden under compute" : "exposed: nothing computes meanwhile");
     } else {

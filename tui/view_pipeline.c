@@ -16,17 +16,15 @@ static int is_pipeline_event(const rl_trace_event *e)
 /* A schedule op's compute: comm inside it (TP all-reduces, sends) is neither a cell nor busy. */
 static int is_op_compute(const rl_trace_event *e) { return is_pipeline_event(e) && e->cat == RL_CAT_COMPUTE; }
 
-/* Events sorted for merging into cells: by row, then start. */
-typedef struct { const rl_trace *t; const int *row_of; } cell_order;
-static cell_order order_ctx; /* qsort's comparator has no argument; set just before sorting */
+/* An event placed for merging into cells: sorted by row, then start. */
+typedef struct { int row; double start; size_t ev; } cell_ev;
 
 static int cell_cmp(const void *pa, const void *pb)
 {
-    const rl_trace_event *a = &order_ctx.t->ev[*(const size_t *)pa], *b = &order_ctx.t->ev[*(const size_t *)pb];
-    int ra = order_ctx.row_of[a->rank], rb = order_ctx.row_of[b->rank];
-    if (ra != rb)
-        return ra < rb ? -1 : 1;
-    return (a->vstart > b->vstart) - (a->vstart < b->vstart);
+    const cell_ev *a = pa, *b = pb;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    return (a->start > b->start) - (a->start < b->start);
 }
 
 /* One op's cell: consecutive events of a row with the same phase, micro-batch and chunk. */
@@ -213,7 +211,8 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_text(c, 0, ygrid + k, lw, RL_STYLE_PLAIN, label);
         rl_canvas_fill(c, plot_x, ygrid + k, plot_w, 1, RL_G_LIGHT, RL_TUI_DIM);
     }
-    size_t *idx = malloc((nsel ? nsel : 1) * sizeof *idx), ni = 0;
+    cell_ev *idx = malloc((nsel ? nsel : 1) * sizeof *idx);
+    size_t ni = 0;
     if (!idx) {
         rl_canvas_text(c, 1, y0, -1, RL_TUI_HILITE, "out of memory");
         goto done;
@@ -224,15 +223,14 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
             double s0 = e->vstart > T0 ? e->vstart : T0, s1 = e->vend < T1 ? e->vend : T1;
             if (s1 > s0)
                 rows[row_of[e->rank]].busy += s1 - s0;
-            idx[ni++] = i;
+            idx[ni++] = (cell_ev){ row_of[e->rank], e->vstart, i };
         }
-    order_ctx = (cell_order){ t, row_of };
     qsort(idx, ni, sizeof *idx, cell_cmp);
     for (size_t i = 0, j; i < ni; i = j) { /* one cell per op: its sub-ops merged */
-        const rl_trace_event *e = &t->ev[idx[i]];
+        const rl_trace_event *e = &t->ev[idx[i].ev];
         double end = e->vend;
-        for (j = i + 1; j < ni && t->ev[idx[j]].rank == e->rank && same_op(&t->ev[idx[j]], e); j++)
-            end = t->ev[idx[j]].vend > end ? t->ev[idx[j]].vend : end;
+        for (j = i + 1; j < ni && idx[j].row == idx[i].row && same_op(&t->ev[idx[j].ev], e); j++)
+            end = t->ev[idx[j].ev].vend > end ? t->ev[idx[j].ev].vend : end;
         int k = row_of[e->rank];
         if (k >= nvis)
             continue;

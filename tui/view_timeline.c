@@ -233,14 +233,15 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     y++;
 
     const rl_tui_lane *sel = &m->lanes[s->lane];
-    const rl_tui_span *sp = rl_tui_lane_at(sel, tc);
+    double at = s->play_on ? s->playhead : tc; /* the details follow the playhead while it is shown */
+    const rl_tui_span *sp = rl_tui_lane_at(sel, at);
     if (sp) {
         char d[400];
         describe_event(d, sizeof d, &m->trace->ev[sp->ev]);
         snprintf(buf, sizeof buf, "r%d %s: %s", sel->rank, sel->stream ? "comm" : "compute", d);
     } else {
-        snprintf(buf, sizeof buf, "r%d %s: no event at the cursor (move it with , and . or pan)", sel->rank,
-                 sel->stream ? "comm" : "compute");
+        snprintf(buf, sizeof buf, "r%d %s: no event at the %s", sel->rank, sel->stream ? "comm" : "compute",
+                 s->play_on ? "playhead" : "cursor (move it with , and . or pan)");
     }
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 

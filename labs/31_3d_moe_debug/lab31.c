@@ -30,8 +30,8 @@ int mesh_layout_make(const rl_mesh_shape *shape, int world, const rl_hw *hw, mes
      * TP group that spans two nodes by its first and last rank. Refuse a bad shape (a size < 1,
      * a product that is not the world, ep not dividing dp, an unknown order, a world outside
      * 1..RL_MESH_MAX_RANKS) with RL_ERR_ARG and a message in err saying what to change.
-     * Sanity check: dp=2, pp=2, tp=2 on 8 ranks → TP groups {0,1} {2,3}..., PP {0,2} {1,3}
-     * {4,6} {5,7}, DP {0,4} {1,5} {2,6} {3,7}. Stuck: make hint LAB=31 STEP=31.1 */
+     * Sanity check: dp=2, pp=2, tp=2 on 8 ranks in the default order → TP groups {0,1} {2,3}...,
+     * DP {0,2} {1,3} {4,6} {5,7}, PP {0,4} {1,5} {2,6} {3,7}. Stuck: make hint LAB=31 STEP=31.1 */
     (void)shape, (void)world, (void)hw, (void)out;
     if (err && errlen)
         snprintf(err, errlen, "step 31.1 (device mesh) is not implemented yet — see labs/31_3d_moe_debug/README.md, "

@@ -127,9 +127,9 @@ int td_stage_backward(td_engine *e, rl_comm *tp, int mb);
 /* Given: one grouped point-to-point exchange on the pipeline communicator `pp`: sends the
  * output of op `send` (F: its activation to stage+1; B: its input gradient to stage−1) and
  * receives the input of op `recv` (F: the activation from stage−1; B: the gradient from
- * stage+1), both in one rl_group_start/rl_group_end (Megatron's send_forward_recv_backward
- * ...: a send and the next receive issued together cannot deadlock). Either may be NULL;
- * an op with nothing to send or receive on this stage (F on the last stage, ...) is skipped. */
+ * stage+1), both posted in one rl_group_start/rl_group_end. Either may be NULL; an op with
+ * nothing to send or receive on this stage (F on the last stage, ...) is skipped. Which
+ * pairs to exchange so that no stage waits for ever is yours to work out (31.2). */
 int td_p2p(td_engine *e, rl_comm *pp, const rl_pp_op *send, const rl_pp_op *recv);
 
 /* YOURS: one training step of this rank. Afterwards its parameters are those of one AdamW step

@@ -199,8 +199,8 @@ static int part_3d(const args *a)
         printf("\n== Lab 31.2 summary: dp=%d x pp=%d x tp=%d, m=%d micro-batches of 4 ==\n", a->dp, a->pp, a->tp, a->m);
         printf("Shape   fc1 [h, 4h/t] = [64, %d] and fc2 [4h/t, h] per TP rank; %d blocks per stage; ZeRO-1 piece "
                "= 1/%d of each rank's flat vector\n", 256 / a->tp, 4 / a->pp, a->dp);
-        printf("Cost    rank 0 sent per run: TP %lld B, PP %lld B, DP (ZeRO-1) %lld B\n", (long long)t->tp_bytes,
-               (long long)t->pp_bytes, (long long)t->dp_bytes);
+        printf("Cost    rank 0 sent in the run's %d steps: TP %lld B, PP %lld B, DP (ZeRO-1) %lld B\n", t->steps,
+               (long long)t->tp_bytes, (long long)t->pp_bytes, (long long)t->dp_bytes);
         printf("Machine step time on rank 0 (virtual) %.1f us; --trace FILE then ringlab view FILE shows all three "
                "groups\n", t->step_time * 1e6);
         rl_pp_trace_stats ps;

@@ -604,7 +604,7 @@ START_TEST(test_narration_on_lab_traces)
         return; /* the labs' drivers are built by the normal build only */
     static const struct { const char *lab, *args, *at, *want; } cases[] = {
         { "28_ddp", "", "210us", "at 210 µs: rank 0 computes matmul_bwd_a (step 0, layer 7); its all_reduce of bucket 0 "
-          "(1.02 MiB on world) is 73% done, hidden under compute; step 0: 1 of its 5 buckets launched." },
+          "(1.02 MiB sent on world) is 73% done, hidden under compute; step 0: 1 of its 5 buckets launched." },
         { "28_ddp", "", "290us", "at 290 µs: rank 0 computes bias_bwd (step 0, layer 4); no collective runs; step 0: 2 "
           "of its 5 buckets launched." },
         { "28_ddp", "", "500us", "at 500 µs: rank 0 computes adamw (step 0); no collective runs; step 0: 5 of its 5 "
