@@ -1090,7 +1090,7 @@ START_TEST(test_tmux_colours)
             for (int c = 30; c <= 47; c++) { /* 39 and 49 are "default colour", not a colour */
                 if (c == 38 || c == 39)
                     continue;
-                char code[8];
+                char code[24];
                 snprintf(code, sizeof code, "\033[%dm", c);
                 ck_assert_msg(!strstr(screen, code), "NO_COLOR: colour code %d on the screen", c);
             }
