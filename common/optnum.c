@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int rl_optnum(const char *name, const char *text, double min, double max, int whole, double *out, char *err,
               size_t errlen)
@@ -33,4 +34,13 @@ int rl_optnum_int(const char *name, const char *text, int min, int max, int *out
         return -1;
     *out = (int)v;
     return 0;
+}
+
+int rl_optnum_find(const rl_optnum_decl *decl, int n, const char *arg, const char *text, double *out, char *err,
+                   size_t errlen)
+{
+    for (int k = 0; k < n; k++)
+        if (!strcmp(arg, decl[k].name))
+            return rl_optnum(arg, text, decl[k].min, decl[k].max, decl[k].whole, out, err, errlen) ? -2 : k;
+    return -1;
 }

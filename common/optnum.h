@@ -10,6 +10,16 @@
  * value outside the range are all refused. */
 int rl_optnum(const char *name, const char *text, double min, double max, int whole, double *out, char *err,
               size_t errlen);
+/* An option's declaration: its name and the range it accepts. */
+typedef struct rl_optnum_decl {
+    const char *name;
+    double min, max;
+    int whole;
+} rl_optnum_decl;
+/* When arg is one of the n declared options: parses its value text (NULL when missing) into
+ * *out and returns its index, or -2 with rl_optnum's message in err; -1 when arg is none. */
+int rl_optnum_find(const rl_optnum_decl *decl, int n, const char *arg, const char *text, double *out, char *err,
+                   size_t errlen);
 /* rl_optnum for a whole number into an int. */
 int rl_optnum_int(const char *name, const char *text, int min, int max, int *out, char *err, size_t errlen);
 

@@ -349,6 +349,24 @@ START_TEST(test_cli_numbers_in_range)
     ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --fault straggler:rank=0:ms=1e18", out, sizeof out),
                      2);
     ck_assert_msg(strstr(out, "ms=1e18 is not a number from 0 to 3600000"), "%s", out);
+    /* the labs' drivers declare their ranges the same way */
+    static const struct { const char *run, *opt, *range; } drivers[] = {
+        { "28_ddp", "--steps", "a whole number from 1 to 10000" },
+        { "28_ddp", "--bucket-cap-mb", "a number from 0.001 to 4096" },
+        { "29_zero_fsdp", "--group", "a whole number from 1 to 4096" },
+        { "30_tp_pp_sp_cp", "--seq", "a whole number from 1 to 4096" },
+        { "31_3d_moe_debug", "--dp", "a whole number from 1 to 4096" },
+        { "31_3d_moe_debug", "--capacity-factor", "a number from 0.01 to 64" },
+    };
+    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0] && !rl_test_quick(); i++)
+        for (size_t k = 0; k < 3; k++) {
+            char cmd[512], want[160];
+            snprintf(cmd, sizeof cmd, "build/solutions/%s/run %s %s 2>&1", drivers[i].run, drivers[i].opt, bad[k]);
+            snprintf(want, sizeof want, "%s: '%s' is not %s", drivers[i].opt, bad[k], drivers[i].range);
+            int rc = rl_test_run_cmd(cmd, out, sizeof out);
+            ck_assert_msg(rc == 2 && strstr(out, want), "%s: exit %d, expected 2 and \"%s\":\n%.600s", cmd, rc, want,
+                          out);
+        }
     /* lab 30's driver on sizes whose tensors cannot fit: a message, exit 1 — not a crash */
     if (!rl_test_quick()) { /* the labs' drivers are built by the normal build only */
         int rc = rl_test_run_cmd("build/solutions/30_tp_pp_sp_cp/run --seq 4096 --hidden 4096 --heads 4096 "

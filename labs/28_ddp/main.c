@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp.h"
+#include "optnum.h"
 
 static void usage(FILE *f)
 {
@@ -28,12 +29,12 @@ static void usage(FILE *f)
     rl_opts_usage(f, &d.opts);
 }
 
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    *out = strtod(s, &end);
-    return end != s && *end == 0 && isfinite(*out) ? 0 : -1;
-}
+/* The driver's numeric options and the range each accepts. */
+static const rl_optnum_decl nums[] = {
+    { "--bucket-cap-mb", 0.001, 4096, 0 }, { "--first-bucket-mb", 0.001, 4096, 0 }, { "--steps", 1, 10000, 1 },
+    { "--batch", 1, 65536, 1 }, { "--accum", 1, 1024, 1 }, { "--hidden", 1, 16384, 1 }, { "--layers", 1, 1024, 1 },
+};
+#define NNUMS ((int)(sizeof nums / sizeof nums[0]))
 
 /* Prints the bucket table of the run's model (Shape); when the buckets are assigned, the cost
  * model's time of all their ring all-reduces on n ranks of link (*ideal) and of the last one's
@@ -161,19 +162,20 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v = 0;
+        int k;
         int has = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--sweep")) {
             sweep = 1;
-        } else if (has && (!strcmp(a, "--bucket-cap-mb") || !strcmp(a, "--first-bucket-mb") || !strcmp(a, "--steps") ||
-                           !strcmp(a, "--batch") || !strcmp(a, "--accum") || !strcmp(a, "--hidden") ||
-                           !strcmp(a, "--layers"))) {
-            if (parse_double(argv[++i], &v) || v <= 0) {
-                fprintf(stderr, "%s: '%s' must be a number > 0\n", a, argv[i]);
+        } else if ((k = rl_optnum_find(nums, NNUMS, a, has ? argv[i + 1] : NULL, &v, err, sizeof err)) != -1) {
+            if (k == -2) {
+                fprintf(stderr, "%s\n", err);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
+            i++;
             if (!strcmp(a, "--bucket-cap-mb"))
                 cfg.bucket_cap_mb = v;
             else if (!strcmp(a, "--first-bucket-mb"))

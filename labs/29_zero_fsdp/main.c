@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calc.h"
+#include "optnum.h"
 #include "zero.h"
 
 static void usage(FILE *f)
@@ -33,12 +34,12 @@ static void usage(FILE *f)
     rl_opts_usage(f, &d.opts);
 }
 
-static int parse_pos(const char *s, double *out)
-{
-    char *end;
-    *out = strtod(s, &end);
-    return end != s && *end == 0 && isfinite(*out) && *out > 0 ? 0 : -1;
-}
+/* The driver's numeric options and the range each accepts. */
+static const rl_optnum_decl nums[] = {
+    { "--group", 1, 4096, 1 }, { "--steps", 1, 10000, 1 }, { "--batch", 1, 65536, 1 }, { "--hidden", 1, 16384, 1 },
+    { "--layers", 1, 1024, 1 },
+};
+#define NNUMS ((int)(sizeof nums / sizeof nums[0]))
 
 /* "12.58 MB (12.00 MiB)" */
 static const char *mb(double bytes, char *buf, size_t size)
@@ -175,6 +176,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v = 0;
+        int k;
         int has = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -194,12 +196,13 @@ int main(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             cfg.zero.stage = (zero_stage)s;
-        } else if (has && (!strcmp(a, "--group") || !strcmp(a, "--steps") || !strcmp(a, "--batch") ||
-                           !strcmp(a, "--hidden") || !strcmp(a, "--layers"))) {
-            if (parse_pos(argv[++i], &v) || v > 1e6) {
-                fprintf(stderr, "%s: '%s' must be a number > 0\n", a, argv[i]);
+        } else if ((k = rl_optnum_find(nums, NNUMS, a, has ? argv[i + 1] : NULL, &v, err, sizeof err)) != -1) {
+            if (k == -2) {
+                fprintf(stderr, "%s\n", err);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
+            i++;
             if (!strcmp(a, "--group"))
                 cfg.zero.group = (int)v;
             else if (!strcmp(a, "--steps"))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "calc.h"
 #include "mp.h"
+#include "optnum.h"
 #include "tui.h"
 
 static void usage(FILE *f)
@@ -32,6 +33,13 @@ static void part_line(const mp_stats *s, int i, const char *name)
         printf("  %-28s %s\n", name, s->err[i]);
 }
 
+/* The driver's numeric options and the range each accepts. */
+static const rl_optnum_decl nums[] = {
+    { "--stages", 1, 4096, 1 }, { "--microbatches", 1, 4096, 1 }, { "--chunks", 1, 4096, 1 }, { "--seq", 1, 4096, 1 },
+    { "--hidden", 1, 4096, 1 }, { "--heads", 1, 4096, 1 }, { "--batch", 1, 4096, 1 },
+};
+#define NNUMS ((int)(sizeof nums / sizeof nums[0]))
+
 int main(int argc, char **argv)
 {
     mp_config cfg = mp_config_default();
@@ -44,7 +52,8 @@ int main(int argc, char **argv)
         return RL_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has = i + 1 < argc;
+        int has = i + 1 < argc, k;
+        double d;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -55,15 +64,14 @@ int main(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             cfg.schedule = (rl_pp_kind)k;
-        } else if (has && (!strcmp(a, "--stages") || !strcmp(a, "--microbatches") || !strcmp(a, "--chunks") ||
-                           !strcmp(a, "--seq") || !strcmp(a, "--hidden") || !strcmp(a, "--heads") ||
-                           !strcmp(a, "--batch"))) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 4096) {
-                fprintf(stderr, "%s: '%s' must be a whole number in 1..4096\n", a, argv[i]);
+        } else if ((k = rl_optnum_find(nums, NNUMS, a, has ? argv[i + 1] : NULL, &d, err, sizeof err)) != -1) {
+            if (k == -2) {
+                fprintf(stderr, "%s\n", err);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
+            long v = (long)d;
+            i++;
             if (!strcmp(a, "--stages"))
                 cfg.p = (int)v;
             else if (!strcmp(a, "--microbatches"))

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "lab31.h"
+#include "optnum.h"
 #include "moe.h"
 #include "tui.h"
 
@@ -370,6 +371,14 @@ static int part_plan(const args *a)
     return 0;
 }
 
+/* The driver's numeric options and the range each accepts. */
+static const rl_optnum_decl nums[] = {
+    { "--dp", 1, 4096, 1 }, { "--pp", 1, 4096, 1 }, { "--tp", 1, 4096, 1 }, { "--cp", 1, 4096, 1 },
+    { "--ep", 1, 4096, 1 }, { "--m", 1, 256, 1 }, { "--steps", 1, 64, 1 }, { "--experts", 1, 64, 1 },
+    { "--top-k", 1, 64, 1 }, { "--capacity-factor", 0.01, 64, 0 },
+};
+#define NNUMS ((int)(sizeof nums / sizeof nums[0]))
+
 int main(int argc, char **argv)
 {
     args a;
@@ -387,7 +396,8 @@ int main(int argc, char **argv)
     a.cf = 1.25, a.order = RL_MESH_ORDER_TP_CP_DP_PP;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
-        int has = i + 1 < argc;
+        int has = i + 1 < argc, k;
+        double v;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             usage(stdout);
             return 0;
@@ -401,20 +411,21 @@ int main(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             a.order = strcmp(o, "tp-cp-dp-pp") ? RL_MESH_ORDER_TP_CP_PP_DP : RL_MESH_ORDER_TP_CP_DP_PP;
-        } else if (has && !strcmp(s, "--capacity-factor")) {
-            a.cf = atof(argv[++i]);
-        } else if (has && (!strcmp(s, "--dp") || !strcmp(s, "--pp") || !strcmp(s, "--tp") || !strcmp(s, "--cp") ||
-                           !strcmp(s, "--ep") || !strcmp(s, "--m") || !strcmp(s, "--steps") ||
-                           !strcmp(s, "--experts") || !strcmp(s, "--top-k"))) {
-            int v = atoi(argv[++i]);
-            if (v < 1) {
-                fprintf(stderr, "%s: '%s' must be an integer >= 1\n", s, argv[i]);
+        } else if ((k = rl_optnum_find(nums, NNUMS, s, has ? argv[i + 1] : NULL, &v, err, sizeof err)) != -1) {
+            if (k == -2) {
+                fprintf(stderr, "%s\n", err);
+                usage(stderr);
                 return RL_EXIT_USAGE;
+            }
+            i++;
+            if (!strcmp(s, "--capacity-factor")) {
+                a.cf = v;
+                continue;
             }
             int *dst = !strcmp(s, "--dp") ? &a.dp : !strcmp(s, "--pp") ? &a.pp : !strcmp(s, "--tp") ? &a.tp
                      : !strcmp(s, "--cp") ? &a.cp : !strcmp(s, "--ep") ? &a.ep : !strcmp(s, "--m") ? &a.m
                      : !strcmp(s, "--steps") ? &a.steps : !strcmp(s, "--experts") ? &a.experts : &a.top_k;
-            *dst = v;
+            *dst = (int)v;
         } else {
             fprintf(stderr, "unknown argument '%s' (see --help)\n", s);
             return RL_EXIT_USAGE;

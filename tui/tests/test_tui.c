@@ -1087,7 +1087,7 @@ START_TEST(test_tmux_colours)
             ck_assert_msg(strstr(axis, "\033[2m\033[37m") && !strstr(axis, "\033[30m"),
                           "TERM=xterm: the axis is not dim white:\n%s", axis);
         else
-            for (int c = 30; c <= 47; c++) { /* 39 and 49 are "default colour", not a colour */
+            for (int c = 30; c <= 47; c++) { /* 38 is the extended-colour prefix, 39 the default colour */
                 if (c == 38 || c == 39)
                     continue;
                 char code[24];
