@@ -117,27 +117,24 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
         double v = 0;
         char *end;
         int bad = 0;
-        if ((op->kind == O_INT || op->kind == O_NUM) && op->max > 0) {
+        if ((op->kind == O_INT || op->kind == O_NUM) && op->max > 0) { /* a declared range */
             char verr[256];
             if (rl_optnum(name, val, op->min, op->max, op->kind == O_INT, &v, verr, sizeof verr))
                 return usage_error(tp, "%s%s", verr, "");
-            op->num = v;
-            op->str = val;
-            op->set = 1;
-            continue;
-        }
-        switch (op->kind) {
-        case O_COUNT: bad = rl_calc_parse_count(val, &v) != 0; break;
-        case O_BYTES: bad = rl_calc_parse_bytes(val, &v) != 0; break;
-        case O_INT:
-            v = strtod(val, &end);
-            bad = end == val || *end || !isfinite(v) || v != floor(v) || v < 1 || v > 1e9;
-            break;
-        case O_NUM:
-            v = strtod(val, &end);
-            bad = end == val || *end || !isfinite(v) || v < 0;
-            break;
-        default: break;
+        } else {
+            switch (op->kind) {
+            case O_COUNT: bad = rl_calc_parse_count(val, &v) != 0; break;
+            case O_BYTES: bad = rl_calc_parse_bytes(val, &v) != 0; break;
+            case O_INT:
+                v = strtod(val, &end);
+                bad = end == val || *end || !isfinite(v) || v != floor(v) || v < 1 || v > 1e9;
+                break;
+            case O_NUM:
+                v = strtod(val, &end);
+                bad = end == val || *end || !isfinite(v) || v < 0;
+                break;
+            default: break;
+            }
         }
         if (bad) {
             const char *hint = op->kind == O_COUNT ? "a count such as 7.5B, 70B, 4M, 2T or 1e9"
