@@ -814,6 +814,12 @@ static void reduce_range(rl_ctx *ctx, rl_dtype dt, rl_redop op, int n, const voi
     rl_host_reduce(dt, op, n, srcs, dst, lo, hi);
 }
 
+/* base + off bytes; NULL stays NULL (an empty buffer may have no address). */
+static char *byte_at(const void *base, int64_t off)
+{
+    return base ? (char *)base + off : NULL;
+}
+
 static void copy_bytes(rl_ctx *ctx, void *dst, const void *src, int64_t bytes)
 {
     if (ctx->world->gpu_mode) { /* GPU backend hook (issue 6): device-memory transport */
@@ -1134,8 +1140,8 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     case RL_COLL_ALL_TO_ALL: {
         int64_t cc = c / n;
         for (int q = 0; q < n; q++)
-            copy_bytes(ctx, scr + ((int64_t)me * n + q) * cc * (int64_t)es,
-                       (const char *)src[q] + me * cc * (int64_t)es, cc * (int64_t)es);
+            copy_bytes(ctx, byte_at(scr, ((int64_t)me * n + q) * cc * (int64_t)es), byte_at(src[q], me * cc * (int64_t)es),
+                       cc * (int64_t)es);
         break;
     }
     case RL_COLL_ALL_TO_ALLV: {
@@ -1145,7 +1151,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
                 off += s->posted[p]->counts[2 * n + q];
         for (int q = 0; q < n; q++) {
             int64_t cnt = s->posted[q]->counts[me], at = s->posted[q]->counts[n + me];
-            copy_bytes(ctx, scr + off * (int64_t)es, (const char *)src[q] + at * (int64_t)es, cnt * (int64_t)es);
+            copy_bytes(ctx, byte_at(scr, off * (int64_t)es), byte_at(src[q], at * (int64_t)es), cnt * (int64_t)es);
             off += cnt;
         }
         break;
@@ -1172,17 +1178,17 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
             copy_bytes(ctx, d->recv, scr, c * (int64_t)es);
         break;
     case RL_COLL_REDUCE_SCATTER:
-        copy_bytes(ctx, d->recv, scr + d->recv_numel * me * (int64_t)es, d->recv_numel * (int64_t)es);
+        copy_bytes(ctx, d->recv, byte_at(scr, d->recv_numel * me * (int64_t)es), d->recv_numel * (int64_t)es);
         break;
     case RL_COLL_ALL_GATHER:
         for (int q = 0; q < n; q++)
-            copy_bytes(ctx, (char *)d->recv + (int64_t)q * c * (int64_t)es, src[q], c * (int64_t)es);
+            copy_bytes(ctx, byte_at(d->recv, (int64_t)q * c * (int64_t)es), src[q], c * (int64_t)es);
         break;
     case RL_COLL_BROADCAST:
         copy_bytes(ctx, d->recv, src[d->root], d->recv_numel * (int64_t)es);
         break;
     case RL_COLL_ALL_TO_ALL:
-        copy_bytes(ctx, d->recv, scr + (int64_t)me * c * (int64_t)es, c * (int64_t)es);
+        copy_bytes(ctx, d->recv, byte_at(scr, (int64_t)me * c * (int64_t)es), c * (int64_t)es);
         break;
     case RL_COLL_ALL_TO_ALLV: {
         int64_t off = 0;
@@ -1191,7 +1197,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
                 off += s->posted[p]->counts[2 * n + q];
         for (int q = 0; q < n; q++) {
             int64_t cnt = d->counts[2 * n + q];
-            copy_bytes(ctx, (char *)d->recv + d->counts[3 * n + q] * (int64_t)es, scr + off * (int64_t)es,
+            copy_bytes(ctx, byte_at(d->recv, d->counts[3 * n + q] * (int64_t)es), byte_at(scr, off * (int64_t)es),
                        cnt * (int64_t)es);
             off += cnt;
         }
