@@ -49,7 +49,7 @@ GRADING    := $(and $(HAVE_CHECK),$(HAVE_SECCOMP))
 LIB_SRC   := $(wildcard common/*.c)
 CLI_SRC   := $(wildcard common/cli/*.c)
 TUI_SRC   := $(wildcard tui/*.c)
-TEST_SRC  := $(wildcard common/tests/*.c tui/tests/*.c grader/tests/*.c)
+TEST_SRC  := $(wildcard common/tests/*.c tui/tests/*.c grader/tests/*.c fuzz/tests/*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIB      := $(BUILD)/libringlab.a
@@ -61,7 +61,7 @@ SUITES_H := $(BUILD)/tests/suites.gen.h
 .PHONY: all banner deps test test-unit test-asan help clean
 # no file a rule makes is deleted as intermediate (the variants' objects are kept for the next make)
 .SECONDARY:
-all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),)
+all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),) $(FUZZ_REPLAY)
 
 ok = $(if $(1),✓,✗)
 banner:
@@ -125,6 +125,49 @@ $(SUITES_H): $(TEST_SRC)
 
 $(BUILD)/obj/common/tests/run_tests.o: $(SUITES_H)
 $(BUILD)/obj/common/tests/run_tests.o: CFLAGS += -I$(BUILD)/tests
+
+# ---------------------------------------------------------------- fuzz targets (issue 17)
+# fuzz/NAME.c is one target (LLVMFuzzerTestOneInput). Every build links each with fuzz/replay.c
+# into $(BUILD)/fuzz/NAME-replay, which make test runs on the regression corpus fuzz/regress/NAME/
+# and on the seeds (fuzz/seeds.sh); a clang build also links each with libFuzzer into
+# $(BUILD)/fuzz/NAME-fuzz: make test's sanitizer build (clang) runs each for a short smoke, and
+# make fuzz for FUZZ_SECONDS each.
+FUZZ_TARGETS := trace flight answers options
+IS_CLANG     := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | head -1)),1,)
+FUZZ_REPLAY  := $(if $(HAVE_CHECK),$(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(t)-replay),)
+FUZZ_BINS    := $(if $(and $(HAVE_CHECK),$(IS_CLANG)),$(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(t)-fuzz),)
+FUZZ_COMMON  := $(call obj,fuzz/fuzz.c grader/answers.c) $(TUI_LIB) $(LIB)
+$(BUILD)/obj/fuzz/%.o: CFLAGS += -Igrader
+$(BUILD)/fuzz/%-replay: $(BUILD)/obj/fuzz/%.o $(call obj,fuzz/replay.c) $(FUZZ_COMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) $^ $(LDLIBS) $(NCURSES_LIBS) -o $@
+$(BUILD)/fuzz/%-fuzz: $(BUILD)/obj/fuzz/%.o $(FUZZ_COMMON)
+	@mkdir -p $(dir $@)
+	@echo "  LINK  $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) $(NCURSES_LIBS) -o $@
+
+.PHONY: fuzz-bins fuzz
+fuzz-bins: $(FUZZ_BINS) $(FUZZ_REPLAY)
+
+# make fuzz [FUZZ=trace] [FUZZ_SECONDS=600]: each target in a clang build of its own, from the
+# seeds and the regression corpus; a crash stops it with the input in fuzz/regress/NAME/
+# (commit it: make test replays it from then on).
+FUZZ_SECONDS ?= 60
+FUZZ ?= $(FUZZ_TARGETS)
+FUZZ_SAN := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+fuzz:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang and libFuzzer: run 'make deps' (as root)" >&2; exit 1; }
+	$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 CUDA=0 MPI=0 SAN="$(FUZZ_SAN)" \
+	  build/fuzz/ringlab $(foreach t,$(FUZZ),build/fuzz/fuzz/$(t)-fuzz)
+	rm -rf build/fuzz/seeds && fuzz/seeds.sh build/fuzz/ringlab build/fuzz/seeds
+	@for t in $(FUZZ); do \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s (corpus build/fuzz/corpus/$$t) =="; \
+	  mkdir -p build/fuzz/corpus/$$t fuzz/regress/$$t; \
+	  build/fuzz/fuzz/$$t-fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
+	    -artifact_prefix=fuzz/regress/$$t/ -print_final_stats=1 \
+	    build/fuzz/corpus/$$t build/fuzz/seeds/$$t fuzz/regress/$$t || exit 1; \
+	done
 
 $(TESTBIN): $(call obj,$(TEST_SRC)) $(call obj,$(filter-out common/cli/main.c,$(CLI_SRC)) $(TUI_SRC) grader/sandbox.c) $(LIB)
 	@echo "  LINK  $@"
@@ -246,7 +289,7 @@ endif
 	$(MAKE) --no-print-directory -j$(TEST_JOBS) test-asan
 	$(MAKE) --no-print-directory -j$(TEST_JOBS) test-unit
 
-test-unit: $(RINGLAB) $(TESTBIN)
+test-unit: $(RINGLAB) $(TESTBIN) $(FUZZ_REPLAY)
 	$(MAKE) --no-print-directory BUILD=build/fakegpu CUDA_FAKE=1 MPI=0 TEST_CHILD_ONLY=1 build/fakegpu/ringlab \
 	  build/fakegpu/tests/run_tests $(foreach l,$(LAB_NAMES),build/fakegpu/solutions/$(l)/run)
 	@echo "== tests ($(BUILD)) =="
@@ -255,12 +298,14 @@ test-unit: $(RINGLAB) $(TESTBIN)
 # The sanitizer build uses clang when it is there (the normal build is gcc's), so that
 # make test builds and runs the project with both compilers.
 SAN_CC ?= $(if $(shell command -v clang 2>/dev/null),clang,$(CC))
+comma := ,
+SAN_FUZZ := $(if $(findstring clang,$(SAN_CC)),$(comma)fuzzer-no-link,)
 test-asan:
 	@if [ "$(CI)" = true ] && ! command -v clang >/dev/null; then \
 	  echo "CI: clang is missing (make deps installs it); the sanitizer build needs it" >&2; exit 1; fi
 	$(MAKE) --no-print-directory BUILD=build/asan CC=$(SAN_CC) OPT=-O1 CUDA=0 MPI=0 \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  build/asan/ringlab build/asan/tests/run_tests
+	  SAN="-fsanitize=address,undefined$(SAN_FUZZ) -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  build/asan/ringlab build/asan/tests/run_tests fuzz-bins
 	@echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer ($(SAN_CC)) =="
 	ASAN_OPTIONS=detect_leaks=1 RINGLAB_BUILD=build/asan RL_TEST_QUICK=1 build/asan/tests/run_tests
 
@@ -350,7 +395,7 @@ endef
 # in a random order, also afresh at each link (grader/shuffle.sh; objects are built with
 # -ffunction-sections).
 learner_of  = $(filter %/$(call lab_file,$(1)),$(2))
-grade_rest  = $(call obj,grader/learner_end.c $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c \
+grade_rest  = $(call obj,grader/learner_end.c $(filter-out $(call learner_of,$(1),$(2)),$(2)) grader/grade.c grader/answers.c \
   grader/sandbox.c grader/rules.c $(BUILD)/gen/rules-$(1).c $(call lab_grader,$(1)))
 grade_objs  = $(patsubst %.o,%.learner.o,$(call obj,$(call learner_of,$(1),$(2)))) $(call grade_rest,$(1),$(2))
 # ... and with the lab file as the very object the check read (output dir $(3)): no macro, flag

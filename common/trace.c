@@ -569,10 +569,11 @@ rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
                     BAD("trace '%s': mesh dim %zu needs a name and a size from 1 to 4096", path, k);
                 snprintf(t->mesh_names[k], sizeof t->mesh_names[k], "%s", nm);
                 t->mesh_sizes[k] = (int)json_integer_value(s);
-                prod *= t->mesh_sizes[k];
+                prod = prod > nranks ? prod : prod * t->mesh_sizes[k]; /* past nranks it is wrong already */
             }
             if (prod != nranks)
-                BAD("trace '%s': mesh sizes multiply to %ld but the trace has %d ranks", path, prod, nranks);
+                BAD("trace '%s': mesh sizes multiply to %s%ld but the trace has %d ranks", path,
+                    prod > nranks ? "more than " : "", prod > nranks ? (long)nranks : prod, nranks);
             t->mesh_ndims = (int)nd;
         }
         json_t *meta = json_object_get(rl, "meta");

@@ -1358,102 +1358,6 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 
 /* ------------------------------------------------------------------ answers files */
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = 0;
-    return s;
-}
-
-int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
-{
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f)
-        return -1;
-    char *line = NULL;
-    size_t cap = 0;
-    int found = 0, lineno = 0;
-    while (getline(&line, &cap, f) >= 0) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
-        char *eq = strchr(line, '=');
-        if (!eq)
-            continue;
-        *eq = 0;
-        char *k = trim(line), *v = trim(eq + 1);
-        if (strcmp(k, key) || !*v)
-            continue;
-        if (found) { /* answered twice: which one counts would be a guess */
-            found = -2;
-            break;
-        }
-        snprintf(value, size, "%s", v);
-        found = 1;
-    }
-    free(line);
-    fclose(f);
-    return found;
-}
-
-/* Parses one numeric answer: a number (digits, a decimal point, an exponent; the integer part
- * may group thousands with ',' or '_', three digits a group), then at most one unit word
- * (letters, '%', '/'; "MB", "us", "GB/s"). Returns 0 and the value, or -1. */
-static int parse_answer_number(const char *v, double *out)
-{
-    char num[96];
-    size_t n = 0;
-    const char *p = v;
-#define PUT(c) do { if (n + 1 >= sizeof num) return -1; num[n++] = (c); } while (0)
-    if (*p == '+' || *p == '-')
-        PUT(*p++);
-    int digits = 0, group = 0, grouped = 0;
-    while (isdigit((unsigned char)*p) || ((*p == ',' || *p == '_') && digits)) {
-        if (*p == ',' || *p == '_') {
-            if ((grouped && group != 3) || (!grouped && digits > 3) || !isdigit((unsigned char)p[1]))
-                return -1;
-            grouped = 1, group = 0, p++;
-            continue;
-        }
-        PUT(*p++);
-        digits++, group++;
-    }
-    if (grouped && group != 3)
-        return -1;
-    if (*p == '.') {
-        PUT(*p++);
-        for (; isdigit((unsigned char)*p); digits++)
-            PUT(*p++);
-    }
-    if (!digits)
-        return -1;
-    if ((*p == 'e' || *p == 'E') &&
-        (isdigit((unsigned char)p[1]) || ((p[1] == '+' || p[1] == '-') && isdigit((unsigned char)p[2])))) {
-        PUT(*p++);
-        if (*p == '+' || *p == '-')
-            PUT(*p++);
-        while (isdigit((unsigned char)*p))
-            PUT(*p++);
-    }
-#undef PUT
-    num[n] = 0;
-    while (isspace((unsigned char)*p))
-        p++;
-    while (*p && (isalpha((unsigned char)*p) || *p == '%' || *p == '/' || (unsigned char)*p >= 0x80))
-        p++; /* one unit word (µs is UTF-8) */
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p)
-        return -1;
-    errno = 0;
-    *out = strtod(num, NULL);
-    return errno || !isfinite(*out) ? -1 : 0;
-}
-
 /* The message for an answers-file lookup that found nothing usable (r = -1, 0 or -2). */
 static void answer_missing(int r, const char *path, const char *key, char *msg, size_t size)
 {
@@ -1481,7 +1385,7 @@ int rl_grade_check_number(const char *path, const char *key, double expected, do
         return 0;
     }
     double got;
-    if (parse_answer_number(v, &got)) {
+    if (rl_grade_parse_number(v, &got)) {
         snprintf(msg, size, "%s = '%s' is not one number (write e.g. 6e6, 0.25 or 1,234, optionally followed by the "
                  "unit word the question asks for, and nothing else)", key, v);
         return 0;
@@ -1686,11 +1590,8 @@ static int check_choice(const char *path, const char *key, const int perm[4], in
         answer_missing(r, path, key, msg, size);
         return 0;
     }
-    const char *p = v + (v[0] == '(');
-    size_t len = strlen(p);
-    int closed = len == 2 && p[1] == ')';
-    int letter = tolower((unsigned char)p[0]) - 'a';
-    if (letter < 0 || letter > 3 || !(len == 1 || closed) || (v[0] == '(' && !closed)) {
+    int letter = rl_grade_parse_choice(v);
+    if (letter < 0) {
         snprintf(msg, size, "%s = '%s': answer with one letter (a, b, c or d) and nothing else", key, v);
         return 0;
     }

@@ -188,6 +188,12 @@ void rl_grade_text_free(rl_grade_text *t);
 /* Looks key up in the answers file; returns 1 and copies the value (trimmed), 0 when the
  * key is missing or blank, -1 when the file cannot be read, -2 when it is answered twice. */
 int rl_grade_answer(const char *path, const char *key, char *value, size_t size);
+/* Parses one numeric answer: a number (digits, a decimal point, an exponent; the integer part
+ * may group thousands with ',' or '_', three digits a group), then at most one unit word
+ * (letters, '%', '/'; "MB", "us", "GB/s"). Returns 0 and the value, or -1. */
+int rl_grade_parse_number(const char *v, double *out);
+/* One multiple-choice letter, "b", "B", "(b)" or "b)": 0..3 for a..d, or -1. */
+int rl_grade_parse_choice(const char *v);
 /* Checks a numeric answer against expected with a relative tolerance; on a wrong or
  * missing answer returns 0 with a message in msg. */
 int rl_grade_check_number(const char *path, const char *key, double expected, double rel_tol,
