@@ -219,7 +219,7 @@ ifeq ($(HAVE_NVCC),1)
                  -Xcompiler -Wall,-Wextra,-Werror,-fPIC
   CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so))
   CUDA_LIBDIR := $(patsubst %/,%,$(dir $(CUDA_LIBDIR)))
-  LDLIBS      += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart -lstdc++
+  LDLIBS      += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++ -ldl
   ifeq ($(HAVE_NCCL),1)
     NCCL_LIBDIR := $(firstword $(wildcard $(dir $(NCCL_INC))../lib/libnccl.so* $(dir $(NCCL_INC))../lib64/libnccl.so*))
     NCCL_LIBDIR := $(abspath $(dir $(NCCL_LIBDIR)))

@@ -3,6 +3,7 @@
  * cuda_backend.h. Has not run on a GPU yet: see docs/gpu-runs.md. */
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +11,51 @@
 #include <string.h>
 #include "cuda_backend.h"
 #include "cuda_common.cuh"
+
+/* cuBLAS, opened when the first rank needs it instead of linked: loading the library costs
+ * every process that links it about 80 ms at start (its relocations), GPU or not. */
+static struct {
+    decltype(&cublasCreate_v2) create;
+    decltype(&cublasDestroy_v2) destroy;
+    decltype(&cublasSetStream_v2) set_stream;
+    rl_gemm_ex_fn gemm_ex;
+    char err[300];
+} blas_lib;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_load(void)
+{
+    char name[32];
+    snprintf(name, sizeof name, "libcublas.so.%d", CUBLAS_VER_MAJOR);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(blas_lib.err, sizeof blas_lib.err, "cannot open cuBLAS (%s): %s", name, dlerror());
+        return;
+    }
+    static const char *const names[] = { "cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasGemmEx" };
+    void *fn[4];
+    for (int i = 0; i < 4; i++)
+        if (!(fn[i] = dlsym(h, names[i]))) {
+            snprintf(blas_lib.err, sizeof blas_lib.err, "%s has no %s", name, names[i]);
+            return;
+        }
+    blas_lib.create = (decltype(blas_lib.create))fn[0];
+    blas_lib.destroy = (decltype(blas_lib.destroy))fn[1];
+    blas_lib.set_stream = (decltype(blas_lib.set_stream))fn[2];
+    blas_lib.gemm_ex = (decltype(blas_lib.gemm_ex))fn[3];
+}
+
+extern "C" int rl_cuda_blas_open(char *err, int len)
+{
+    pthread_once(&blas_once, blas_load);
+    if (blas_lib.err[0]) {
+        snprintf(err, (size_t)len, "%s", blas_lib.err);
+        return -1;
+    }
+    return 0;
+}
+
+rl_gemm_ex_fn rl_cuda_blas_gemm_ex(void) { return blas_lib.gemm_ex; }
 
 /* A pair of timing events: where a span starts and stops on a stream. */
 typedef struct rl_timer {
@@ -117,14 +163,18 @@ extern "C" rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len)
         rl_cuda_rank_free(r);
         return NULL;
     }
-    cublasStatus_t b = cublasCreate(&r->blas);
+    if (rl_cuda_blas_open(err, len)) {
+        rl_cuda_rank_free(r);
+        return NULL;
+    }
+    cublasStatus_t b = blas_lib.create(&r->blas);
     if (b != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, (size_t)len, "GPU %d: cublasCreate failed (status %d)", dev, (int)b);
         r->blas = NULL;
         rl_cuda_rank_free(r);
         return NULL;
     }
-    cublasSetStream(r->blas, r->stream[0]);
+    blas_lib.set_stream(r->blas, r->stream[0]);
     return r;
 }
 
@@ -134,7 +184,7 @@ extern "C" void rl_cuda_rank_free(rl_cuda_rank *r)
         return;
     cudaSetDevice(r->dev);
     if (r->blas)
-        cublasDestroy(r->blas);
+        blas_lib.destroy(r->blas);
     for (int i = 0; i < 2; i++) {
         if (r->stream[i]) {
             cudaStreamSynchronize(r->stream[i]);

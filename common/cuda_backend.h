@@ -23,6 +23,9 @@ int rl_cuda_enable_peers(int n, char *err, int len);
 typedef struct rl_cuda_rank rl_cuda_rank;
 /* Creates the state of a rank on device dev (streams, cuBLAS). */
 rl_cuda_rank *rl_cuda_rank_new(int dev, char *err, int len);
+/* Opens cuBLAS (once per process; rl_cuda_rank_new calls it): 0, or -1 with the reason in err.
+ * Not linked: loading it costs every process about 80 ms at start, GPU or not. */
+int rl_cuda_blas_open(char *err, int len);
 /* Frees it (streams synchronized first). */
 void rl_cuda_rank_free(rl_cuda_rank *r);
 /* The rank's device (and makes it current on the calling thread). */

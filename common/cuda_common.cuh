@@ -42,6 +42,12 @@ __host__ __device__ static inline float rl_dev_bf16_to_f32(uint16_t h)
 
 /* The rank's cuBLAS handle and streams (cuda_backend.cu). */
 cublasHandle_t rl_cuda_rank_blas(rl_cuda_rank *r);
+/* cuBLAS's GemmEx (the library is opened at the first rank's creation: rl_cuda_blas_open). */
+typedef cublasStatus_t (*rl_gemm_ex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                        const void *, const void *, cudaDataType, int, const void *, cudaDataType,
+                                        int, const void *, void *, cudaDataType, int, cublasComputeType_t,
+                                        cublasGemmAlgo_t);
+rl_gemm_ex_fn rl_cuda_blas_gemm_ex(void);
 cudaStream_t rl_cuda_rank_cstream(rl_cuda_rank *r, int which);
 
 #endif

@@ -100,7 +100,7 @@ extern "C" int rl_cuda_matmul(rl_cuda_rank *r, const void *a, int a_dtype, int t
          * operands and keep the transpose flags. Leading dims are the row lengths. */
         int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, ldc = n;
         cudaDataType_t tab = dt ? CUDA_R_16BF : CUDA_R_32F, tc = cdt ? CUDA_R_16BF : CUDA_R_32F;
-        cublasStatus_t bs = cublasGemmEx(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        cublasStatus_t bs = rl_cuda_blas_gemm_ex()(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                          (int)n, (int)m, (int)k, &alpha, B, tab, (int)ldb, A, tab, (int)lda, &beta, C,
                                          tc, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (bs != CUBLAS_STATUS_SUCCESS) {

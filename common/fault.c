@@ -32,6 +32,8 @@ static int kind_takes(int kind, const char *key)
 {
     const char *keys = kind_keys[kind];
     size_t n = strlen(key);
+    if (n == 0) /* ("nan:rank=2:=3": strstr finds "" everywhere, past the end too) */
+        return 0;
     for (const char *p = strstr(keys, key); p; p = strstr(p + 1, key))
         if ((p == keys || p[-1] == ' ') && (p[n] == 0 || p[n] == ','))
             return 1;

@@ -66,21 +66,23 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, ch
     return argv[++*i];
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || !*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int is_opt(const char *arg, const char *name)
 {
     size_t len = strlen(name);
     return strncmp(arg, name, len) == 0 && (arg[len] == 0 || arg[len] == '=');
+}
+
+const rl_optnum_decl rl_opts_numbers[RL_OPTS_NNUMBERS] = {
+    { "--ranks", 1, 1024, 1 }, { "--seed", 0, 2147483647, 1 }, { "--timeout", 0.001, 86400, 0 },
+};
+
+int rl_opts_list_numbers(const char *arg, const rl_optnum_decl *own, int n)
+{
+    if (strcmp(arg, RL_OPTNUM_LIST_FLAG) != 0)
+        return 0;
+    rl_optnum_list(stdout, own, n);
+    rl_optnum_list(stdout, rl_opts_numbers, RL_OPTS_NNUMBERS);
+    return 1;
 }
 
 RL_API_WATCHED
@@ -90,16 +92,21 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
     int out = 1;
     for (int i = 1; i < *argc; i++) {
         const char *a = argv[i], *v;
-        long n;
-        if (is_opt(a, "--ranks")) {
-            if (!(v = opt_value(*argc, argv, &i, "--ranks", err, errlen)))
+        int k = -1;
+        for (int j = 0; j < RL_OPTS_NNUMBERS && k < 0; j++)
+            k = is_opt(a, rl_opts_numbers[j].name) ? j : -1;
+        if (k >= 0) {
+            const rl_optnum_decl *d = &rl_opts_numbers[k];
+            double num;
+            if (!(v = opt_value(*argc, argv, &i, d->name, err, errlen)) ||
+                rl_optnum(d->name, v, d->min, d->max, d->whole, &num, err, (size_t)errlen))
                 return -1;
-            if (parse_long(v, 1, 1024, &n)) {
-                snprintf(err, (size_t)errlen, "--ranks '%s': give a whole number from 1 to 1024", v);
-                return -1;
-            }
-            o->ranks = (int)n;
-            o->ranks_given = 1;
+            if (k == 0)
+                o->ranks = (int)num, o->ranks_given = 1;
+            else if (k == 1)
+                o->seed = (uint64_t)num;
+            else
+                o->timeout_s = num, o->timeout_given = 1;
         } else if (is_opt(a, "--backend")) {
             if (!(v = opt_value(*argc, argv, &i, "--backend", err, errlen)))
                 return -1;
@@ -141,25 +148,6 @@ int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen)
             }
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
-        } else if (is_opt(a, "--seed")) {
-            if (!(v = opt_value(*argc, argv, &i, "--seed", err, errlen)))
-                return -1;
-            if (parse_long(v, 0, 2147483647L, &n)) {
-                snprintf(err, (size_t)errlen, "--seed '%s': give a whole number >= 0", v);
-                return -1;
-            }
-            o->seed = (uint64_t)n;
-        } else if (is_opt(a, "--timeout")) {
-            if (!(v = opt_value(*argc, argv, &i, "--timeout", err, errlen)))
-                return -1;
-            char *end;
-            double t = strtod(v, &end);
-            if (!*v || *end || !(t > 0) || t > 86400) {
-                snprintf(err, (size_t)errlen, "--timeout '%s': give seconds > 0", v);
-                return -1;
-            }
-            o->timeout_s = t;
-            o->timeout_given = 1;
         } else if (is_opt(a, "--fault")) {
             if (!(v = opt_value(*argc, argv, &i, "--fault", err, errlen)))
                 return -1;

@@ -8,6 +8,7 @@
 #include "cost.h"
 #include "fault.h"
 #include "mem.h"
+#include "optnum.h"
 #include "trace.h"
 
 typedef struct rl_ctx rl_ctx;
@@ -40,6 +41,12 @@ void rl_opts_init(rl_opts *o);
 /* Consumes the common options from argv (argc updated, the rest kept in order for the
  * caller). Returns 0, or -1 with a one-line message in err for a bad option or value. */
 int rl_opts_parse(rl_opts *o, int *argc, char **argv, char *err, int errlen);
+/* The common options that take a number, with their ranges: --ranks, --seed, --timeout. */
+#define RL_OPTS_NNUMBERS 3
+extern const rl_optnum_decl rl_opts_numbers[RL_OPTS_NNUMBERS];
+/* When arg is RL_OPTNUM_LIST_FLAG: prints the program's own numeric options (own[0..n)) and
+ * the common ones, and returns 1 (the program then exits 0); else 0. */
+int rl_opts_list_numbers(const char *arg, const rl_optnum_decl *own, int n);
 /* Prints the common options' help with the program's defaults (NULL: rl_opts_init's). */
 void rl_opts_usage(FILE *f, const rl_opts *defaults);
 

@@ -11,7 +11,8 @@ int rl_optnum(const char *name, const char *text, double min, double max, int wh
 {
     char *end = NULL;
     double v = 0;
-    if (text && *text) {
+    /* decimal only: no hex ("0x10"), no leading space (strtod would take both) */
+    if (text && *text && !strpbrk(text, "xXpP") && !strchr(" \t\n", text[0])) {
         errno = 0;
         v = strtod(text, &end);
     }
@@ -43,4 +44,10 @@ int rl_optnum_find(const rl_optnum_decl *decl, int n, const char *arg, const cha
         if (!strcmp(arg, decl[k].name))
             return rl_optnum(arg, text, decl[k].min, decl[k].max, decl[k].whole, out, err, errlen) ? -2 : k;
     return -1;
+}
+
+void rl_optnum_list(FILE *out, const rl_optnum_decl *decl, int n)
+{
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%s %.15g %.15g %s\n", decl[k].name, decl[k].min, decl[k].max, decl[k].whole ? "whole" : "real");
 }

@@ -3,6 +3,7 @@
 #ifndef RL_OPTNUM_H
 #define RL_OPTNUM_H
 #include <stddef.h>
+#include <stdio.h>
 
 /* Parses text as a number of option name within [min, max] (whole: no fraction, no exponent
  * that leaves one). 0, or -1 with the one-line message in err: the value, the option and the
@@ -20,6 +21,11 @@ typedef struct rl_optnum_decl {
  * *out and returns its index, or -2 with rl_optnum's message in err; -1 when arg is none. */
 int rl_optnum_find(const rl_optnum_decl *decl, int n, const char *arg, const char *text, double *out, char *err,
                    size_t errlen);
+/* The flag that makes a program print its numeric options' declarations and exit 0 (the
+ * command-line sweep of make test reads them, so that every declared option is tried). */
+#define RL_OPTNUM_LIST_FLAG "--list-numeric-options"
+/* Prints the declarations, one per line: "NAME MIN MAX whole|real". */
+void rl_optnum_list(FILE *out, const rl_optnum_decl *decl, int n);
 /* rl_optnum for a whole number into an int. */
 int rl_optnum_int(const char *name, const char *text, int min, int max, int *out, char *err, size_t errlen);
 

@@ -55,8 +55,16 @@ static void usage(FILE *f)
     rl_opts_usage(f, NULL);
 }
 
+/* bench's options that take a number, with their ranges (sizes -b -e -i are parse_size's). */
+static const rl_optnum_decl bench_numbers[] = {
+    { "-f", 1.01, 1024, 0 }, { "-n", 1, 100000, 1 }, { "-w", 0, 100000, 1 }, { "-c", 0, 1, 1 }, { "-r", 0, 4095, 1 },
+};
+#define NBENCH_NUMBERS (int)(sizeof bench_numbers / sizeof bench_numbers[0])
+
 static int parse_size(const char *s, int64_t *out)
 {
+    if (!strchr("0123456789.", s[0]) || strpbrk(s, "xXpP")) /* decimal digits first: no nan, inf, hex, sign */
+        return -1;
     char *end;
     double v = strtod(s, &end);
     double mul = 1;
@@ -66,7 +74,7 @@ static int parse_size(const char *s, int64_t *out)
         mul = 1024.0 * 1024, end++;
     else if (*end == 'G' || *end == 'g')
         mul = 1024.0 * 1024 * 1024, end++;
-    if (end == s || *end || v < 0 || v * mul > 64.0 * 1024 * 1024 * 1024)
+    if (end == s || *end || !(v >= 0) || v * mul > 64.0 * 1024 * 1024 * 1024)
         return -1;
     *out = (int64_t)(v * mul);
     return 0;
@@ -346,6 +354,12 @@ int rl_cmd_bench(int argc, char **argv)
             free(b);
             return 0;
         }
+        if (rl_opts_list_numbers(a, bench_numbers, NBENCH_NUMBERS)) {
+            for (const char *const *z = (const char *const[]){ "-b", "-e", "-i", NULL }; *z; z++)
+                printf("%s 0 0 size\n", *z);
+            free(b);
+            return 0;
+        }
         if (a[0] != '-') {
             if (b->kind != -2) {
                 fprintf(stderr, "ringlab bench: one collective at a time ('%s' and '%s')\n", argv[i - 1], a);
@@ -367,15 +381,27 @@ int rl_cmd_bench(int argc, char **argv)
         }
         const char *v = argv[++i];
         char verr[256] = "";
+        double num;
+        int k = rl_optnum_find(bench_numbers, NBENCH_NUMBERS, a, v, &num, verr, sizeof verr);
+        if (k == -2)
+            goto badnum;
+        if (k >= 0) {
+            if (k == 0)
+                b->factor = num;
+            else if (k == 1)
+                b->iters = (int)num;
+            else if (k == 2)
+                b->warmup = (int)num;
+            else if (k == 3)
+                b->check = (int)num;
+            else
+                b->root = (int)num;
+            continue;
+        }
         switch (a[1]) {
         case 'b': if (parse_size(v, &b->min_bytes)) goto badval; break;
         case 'e': if (parse_size(v, &b->max_bytes)) goto badval; break;
         case 'i': if (parse_size(v, &b->step_bytes) || b->step_bytes <= 0) goto badval; break;
-        case 'f': if (rl_optnum(a, v, 1.01, 1024, 0, &b->factor, verr, sizeof verr)) goto badnum; break;
-        case 'n': if (rl_optnum_int(a, v, 1, 100000, &b->iters, verr, sizeof verr)) goto badnum; break;
-        case 'w': if (rl_optnum_int(a, v, 0, 100000, &b->warmup, verr, sizeof verr)) goto badnum; break;
-        case 'c': if (rl_optnum_int(a, v, 0, 1, &b->check, verr, sizeof verr)) goto badnum; break;
-        case 'r': if (rl_optnum_int(a, v, 0, 4095, &b->root, verr, sizeof verr)) goto badnum; break;
         case 'd':
             if (strcmp(v, "float") == 0 || strcmp(v, "f32") == 0) b->dtype = RL_F32;
             else if (strcmp(v, "bfloat16") == 0 || strcmp(v, "bf16") == 0) b->dtype = RL_BF16;

@@ -23,7 +23,7 @@ typedef struct {
     double num;         /* O_COUNT, O_BYTES, O_NUM, O_INT, O_FLAG */
     const char *str;    /* O_STR */
     int set;
-    double min, max;    /* O_INT, O_NUM: the accepted range when max > 0 (rl_optnum) */
+    double min, max;    /* O_INT, O_NUM: the accepted range when max > 0 (else opt_range's default) */
 } opt;
 
 typedef struct topic topic;
@@ -71,6 +71,30 @@ static const rl_hw *hw_opt(const topic *tp, opt *o, int *rc)
     return hw;
 }
 
+/* An O_INT or O_NUM option's accepted range: its own, else a whole number from 1 to 1e9, or a
+ * number from 0 to 1e18. */
+static void opt_range(const opt *op, double *min, double *max)
+{
+    if (op->max > 0)
+        *min = op->min, *max = op->max;
+    else
+        *min = op->kind == O_INT ? 1 : 0, *max = op->kind == O_INT ? 1e9 : 1e18;
+}
+
+/* The topic's options that take a number, for RL_OPTNUM_LIST_FLAG (counts and sizes as "size"). */
+static void list_numeric(const opt *o, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rl_optnum_decl d = { o[i].name, 0, 0, o[i].kind == O_INT };
+        if (o[i].kind == O_INT || o[i].kind == O_NUM) {
+            opt_range(&o[i], &d.min, &d.max);
+            rl_optnum_list(stdout, &d, 1);
+        } else if (o[i].kind == O_COUNT || o[i].kind == O_BYTES) {
+            printf("%s 0 0 size\n", o[i].name);
+        }
+    }
+}
+
 /* parse_opts' return after --help: the topic's help is printed, the topic returns 0. */
 #define OPTS_HELP (-1)
 
@@ -89,6 +113,10 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
         if (strcmp(a, "--json") == 0) {
             *json = 1;
             continue;
+        }
+        if (strcmp(a, RL_OPTNUM_LIST_FLAG) == 0) {
+            list_numeric(o, n);
+            return OPTS_HELP;
         }
         char name[64];
         const char *val = NULL, *eq = strchr(a, '=');
@@ -115,32 +143,21 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
             val = argv[++i];
         }
         double v = 0;
-        char *end;
         int bad = 0;
-        if ((op->kind == O_INT || op->kind == O_NUM) && op->max > 0) { /* a declared range */
+        if (op->kind == O_INT || op->kind == O_NUM) {
             char verr[256];
-            if (rl_optnum(name, val, op->min, op->max, op->kind == O_INT, &v, verr, sizeof verr))
+            double min, max;
+            opt_range(op, &min, &max);
+            if (rl_optnum(name, val, min, max, op->kind == O_INT, &v, verr, sizeof verr))
                 return usage_error(tp, "%s%s", verr, "");
-        } else {
-            switch (op->kind) {
-            case O_COUNT: bad = rl_calc_parse_count(val, &v) != 0; break;
-            case O_BYTES: bad = rl_calc_parse_bytes(val, &v) != 0; break;
-            case O_INT:
-                v = strtod(val, &end);
-                bad = end == val || *end || !isfinite(v) || v != floor(v) || v < 1 || v > 1e9;
-                break;
-            case O_NUM:
-                v = strtod(val, &end);
-                bad = end == val || *end || !isfinite(v) || v < 0;
-                break;
-            default: break;
-            }
+        } else if (op->kind == O_COUNT) {
+            bad = rl_calc_parse_count(val, &v) != 0;
+        } else if (op->kind == O_BYTES) {
+            bad = rl_calc_parse_bytes(val, &v) != 0;
         }
         if (bad) {
             const char *hint = op->kind == O_COUNT ? "a count such as 7.5B, 70B, 4M, 2T or 1e9"
-                             : op->kind == O_BYTES ? "a size in bytes such as 4096, 128M (MiB), 100MB (1e6), 1GiB"
-                             : op->kind == O_INT   ? "a whole number >= 1"
-                                                   : "a number >= 0";
+                                                   : "a size in bytes such as 4096, 128M (MiB), 100MB (1e6), 1GiB";
             char msg[160];
             snprintf(msg, sizeof msg, "bad value '%%s' for %%s: expected %s", hint);
             return usage_error(tp, msg, val, name);

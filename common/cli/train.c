@@ -96,8 +96,14 @@ int rl_cmd_train(int argc, char **argv)
         return RL_EXIT_USAGE;
     }
     train_args a = { RL_MODEL_MLP, 300, 0, 0, 0, 3e-3f, 0, 0 };
+    static const rl_optnum_decl nums[] = {
+        { "--steps", 1, 10000000, 1 }, { "--batch", 1, 65536, 1 }, { "--every", 1, 10000000, 1 }, { "--lr", 1e-9, 10, 0 },
+    };
+    enum { NNUMS = (int)(sizeof nums / sizeof nums[0]) };
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double num;
+        int k;
         if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             usage(stdout);
             return RL_EXIT_OK;
@@ -110,19 +116,22 @@ int rl_cmd_train(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             a.kind = (rl_model_kind)k, i++;
-        } else if (!strcmp(o, "--steps") || !strcmp(o, "--lr") || !strcmp(o, "--batch") || !strcmp(o, "--every")) {
-            double lr = 0;
-            int bad = !strcmp(o, "--steps")   ? rl_optnum_int(o, v, 1, 10000000, &a.steps, err, sizeof err)
-                      : !strcmp(o, "--batch") ? rl_optnum_int(o, v, 1, 65536, &a.batch, err, sizeof err)
-                      : !strcmp(o, "--every") ? rl_optnum_int(o, v, 1, 10000000, &a.every, err, sizeof err)
-                                              : rl_optnum(o, v, 1e-9, 10, 0, &lr, err, sizeof err);
-            if (bad) {
+        } else if (rl_opts_list_numbers(o, nums, NNUMS)) {
+            return RL_EXIT_OK;
+        } else if ((k = rl_optnum_find(nums, NNUMS, o, v, &num, err, sizeof err)) != -1) {
+            if (k == -2) {
                 fprintf(stderr, "ringlab train: %s\n", err);
                 usage(stderr);
                 return RL_EXIT_USAGE;
             }
-            if (!strcmp(o, "--lr"))
-                a.lr = (float)lr;
+            if (k == 0)
+                a.steps = (int)num;
+            else if (k == 1)
+                a.batch = (int)num;
+            else if (k == 2)
+                a.every = (int)num;
+            else
+                a.lr = (float)num;
             i++;
         } else {
             fprintf(stderr, "ringlab train: unknown option or missing value: '%s'\n", o);

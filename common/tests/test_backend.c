@@ -16,6 +16,9 @@
 #include "bootstrap.h"
 #include "ringlab.h"
 #include "testutil.h"
+#if defined(RL_HAVE_CUDA) && !defined(RL_FAKE_CUDA)
+#include "cuda_backend.h"
+#endif
 
 /* Runs `ringlab ARGS` (stderr with stdout), returns the exit status and the output. */
 static int run_ringlab(const char *args, char *out, size_t size)
@@ -53,6 +56,35 @@ START_TEST(test_backend_cuda_without_gpu)
     if (rl_backend_built_cuda())
         ck_assert_msg(strstr(out, "ringlab: no CUDA driver/GPU found; use --backend sim"), "%s", out);
     ck_assert_ptr_null(strstr(out, "out-of-place")); /* no table: nothing ran */
+}
+END_TEST
+
+#if defined(RL_HAVE_CUDA) && !defined(RL_FAKE_CUDA)
+/* 1 when a library whose path contains name is mapped into this process. */
+static int mapped(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+#endif
+
+/* cuBLAS is opened by the first GPU rank, not loaded at the start of every process (which
+ * costs each about 80 ms, sim runs included); what opens it finds it and its entry points. */
+START_TEST(test_cublas_opened_at_first_use)
+{
+#if defined(RL_HAVE_CUDA) && !defined(RL_FAKE_CUDA)
+    char err[320];
+    ck_assert_msg(mapped("libcudart"), "the maps show no libcudart: is /proc/self/maps read right?");
+    ck_assert_msg(!mapped("libcublas"), "libcublas is loaded before any GPU rank exists (linked again?)");
+    ck_assert_msg(rl_cuda_blas_open(err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(mapped("libcublas.so"), "rl_cuda_blas_open returned 0 but libcublas is not mapped");
+#endif
 }
 END_TEST
 
@@ -585,6 +617,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_probe_says_why);
     tcase_add_test(tc, test_backend_cuda_without_gpu);
     tcase_add_test(tc, test_backend_auto_falls_back);
+    tcase_add_test(tc, test_cublas_opened_at_first_use);
     tcase_add_test(tc, test_dist_env_parse);
     tcase_add_test(tc, test_dist_env_read);
     tcase_add_test(tc, test_tcp_id_exchange);
