@@ -630,7 +630,8 @@ help:
 	@echo "  make test         the whole test suite (sanitizer build, then normal build)"
 	@echo "  make release      the learners' tarball (no solutions, planted bugs or their tests): build/ringlab-labs.tar.gz"
 	@echo "  make autograder [LAB=28]   Gradescope autograder zips (one per lab, one for the course): build/autograder/"
-	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only"
+	@echo "  make test-asan    the test suite under AddressSanitizer + UBSan only (clang's build, with the fuzz smoke)"
+	@echo "  make fuzz [FUZZ=trace] [FUZZ_SECONDS=600]   libFuzzer on the trace reader, flight dumps, answers, options"
 	@echo "  make gpu-check    on a GPU machine: build, check ops/collectives on the GPU, print a table"
 	@echo "  make view TRACE=run.json   replay a trace in the terminal UI (build/ringlab view FILE)"
 	@echo "  make clean        remove build/"
@@ -638,7 +639,8 @@ help:
 	@echo "  build/ringlab bench COLLECTIVE|gemm   nccl-tests-style tables (modelled and wall time), GEMM GFLOP/s"
 	@echo "  build/ringlab calc TOPIC              cost calculators (zero, allreduce, tp, activation, bubble, flops, moe, plan)"
 	@echo "  build/ringlab train --model M         one-rank training of mlp, transformer or moe"
-	@echo "  build/ringlab view FILE               the terminal UI on a trace (--render VIEW for text, --ticks for the pipeline tick table)"
+	@echo "  build/ringlab view FILE               the terminal UI on a trace (--render VIEW for text, --ticks for the pipeline tick"
+	@echo "                                        table, --narrate --at TIME for what runs at TIME)"
 
 # Replays a trace in the TUI (keys 1-5 views, ? help, q quit).
 view: $(RINGLAB)

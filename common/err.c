@@ -1,6 +1,10 @@
 /* err.c — per-rank error messages. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 int rl_error(rl_ctx *ctx, int code, const char *fmt, ...)
@@ -43,4 +47,21 @@ const char *rl_status_name(int code)
     case RL_ERR_NOT_IMPLEMENTED: return "not implemented";
     default: return "error";
     }
+}
+
+static void check_stdout(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return;
+    int e = errno;
+    if (e == EPIPE) /* the reader went away (SIGPIPE ignored): nothing to say to anyone */
+        return;
+    fprintf(stderr, "ringlab: cannot write the output: %s\n", e ? strerror(e) : "write error");
+    _exit(1);
+}
+
+void rl_check_stdout_at_exit(void)
+{
+    atexit(check_stdout);
 }

@@ -26,5 +26,9 @@ const char *rl_last_error(const rl_ctx *ctx);
 void rl_clear_error(rl_ctx *ctx);
 /* A short name for a status code ("bad argument", "hang" ...). */
 const char *rl_status_name(int code);
+/* Makes a program's exit check that all it wrote to stdout got out: when a write failed (a full
+ * disk, /dev/full) it prints "ringlab: cannot write the output: REASON" and exits 1 instead of
+ * 0. (A closed pipe stops the program by SIGPIPE first, as for any filter.) Call once, in main. */
+void rl_check_stdout_at_exit(void);
 
 #endif

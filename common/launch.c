@@ -76,8 +76,10 @@ const rl_optnum_decl rl_opts_numbers[RL_OPTS_NNUMBERS] = {
     { "--ranks", 1, 1024, 1 }, { "--seed", 0, 2147483647, 1 }, { "--timeout", 0.001, 86400, 0 },
 };
 
+RL_API_WATCHED
 int rl_opts_list_numbers(const char *arg, const rl_optnum_decl *own, int n)
 {
+    RL_API_ENTRY();
     if (strcmp(arg, RL_OPTNUM_LIST_FLAG) != 0)
         return 0;
     rl_optnum_list(stdout, own, n);

@@ -1,6 +1,7 @@
 /* cmd_view.c — `ringlab view`: replay a trace in the TUI, render a view as text, write a
  * synthetic trace, run a small live demo, or benchmark the timeline on 1,000,000 events. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,8 @@ static int bench(size_t n, int frames, int w, int h)
     waitpid(pid, &status, 0);
     int rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? bench_load(path, frames, w, h) : RL_EXIT_FAIL;
     remove(path);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) /* the reader went away: end as the child did */
+        raise(SIGPIPE);
     return rc;
 }
 
@@ -246,27 +249,29 @@ static int demo(int argc, char **argv)
     char err[256];
     if (rl_opts_parse(&o, &argc, argv, err, sizeof err)) {
         fprintf(stderr, "ringlab view --demo: %s\n", err);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
+    static const rl_optnum_decl nums[] = { { "--steps", 1, 10000, 1 }, { "--delay-ms", 0, 60000, 1 } };
     demo_cfg cfg = { 8, -1 };
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") || !strcmp(argv[i], "--delay-ms")) {
-            const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-            if (!strcmp(argv[i], "--steps") ? rl_optnum_int("--steps", v, 1, 10000, &cfg.steps, err, sizeof err)
-                                            : rl_optnum_int("--delay-ms", v, 0, 60000, &cfg.delay_ms, err, sizeof err)) {
+        double v;
+        int k = rl_optnum_find(nums, 2, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &v, err, sizeof err);
+        if (rl_opts_list_numbers(argv[i], nums, 2)) {
+            return RL_EXIT_OK;
+        } else if (k != -1) {
+            if (k == -2) {
                 fprintf(stderr, "ringlab view --demo: %s\n", err);
                 usage(stderr);
                 return RL_EXIT_USAGE;
             }
+            *(k == 0 ? &cfg.steps : &cfg.delay_ms) = (int)v;
             i++;
         } else if (strcmp(argv[i], "--demo") != 0 && strcmp(argv[i], "view") != 0) {
             fprintf(stderr, "ringlab view --demo: unknown option '%s'\n", argv[i]);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
-    }
-    if (cfg.steps < 1 || cfg.steps > 10000) {
-        fprintf(stderr, "ringlab view --demo: --steps must be 1 to 10000\n");
-        return RL_EXIT_USAGE;
     }
     if (cfg.delay_ms < 0)
         cfg.delay_ms = o.tui ? 300 : 0;
@@ -280,6 +285,12 @@ static int demo(int argc, char **argv)
     return rl_exit_status(rc);
 }
 
+/* view's options that take a number (--demo's are its own). */
+static const rl_optnum_decl view_numbers[] = {
+    { "--events", 1000, 100000000, 1 }, { "--frames", 1, 10000, 1 }, { "--ranks", 1, 64, 1 }, { "--microbatches", 1, 256, 1 },
+};
+#define NVIEW_NUMBERS (int)(sizeof view_numbers / sizeof view_numbers[0])
+
 int rl_cmd_view(int argc, char **argv)
 {
     const char *file = NULL, *render = NULL, *size = NULL, *synth = NULL, *out = NULL, *bench_file = NULL;
@@ -288,6 +299,9 @@ int rl_cmd_view(int argc, char **argv)
     long long events = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+        char verr[256];
+        double num;
+        int k;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
@@ -307,21 +321,19 @@ int rl_cmd_view(int argc, char **argv)
             render = argv[++i];
         } else if (next && strcmp(a, "--size") == 0) {
             size = argv[++i];
-        } else if (strcmp(a, "--events") == 0 || strcmp(a, "--frames") == 0 || strcmp(a, "--ranks") == 0 ||
-                   strcmp(a, "--microbatches") == 0) {
-            char verr[256];
-            double ev = 0;
-            int bad = !strcmp(a, "--events")   ? rl_optnum(a, next, 1000, 100000000, 1, &ev, verr, sizeof verr)
-                      : !strcmp(a, "--frames") ? rl_optnum_int(a, next, 1, 10000, &frames, verr, sizeof verr)
-                      : !strcmp(a, "--ranks")  ? rl_optnum_int(a, next, 1, 64, &ranks, verr, sizeof verr)
-                                               : rl_optnum_int(a, next, 1, 256, &mbs, verr, sizeof verr);
-            if (bad) {
+        } else if (strcmp(a, RL_OPTNUM_LIST_FLAG) == 0) {
+            rl_optnum_list(stdout, view_numbers, NVIEW_NUMBERS);
+            return RL_EXIT_OK;
+        } else if ((k = rl_optnum_find(view_numbers, NVIEW_NUMBERS, a, next, &num, verr, sizeof verr)) != -1) {
+            if (k == -2) {
                 fprintf(stderr, "ringlab view: %s\n", verr);
                 usage(stderr);
                 return RL_EXIT_USAGE;
             }
-            if (!strcmp(a, "--events"))
-                events = (long long)ev;
+            if (k == 0)
+                events = (long long)num;
+            else
+                *(k == 1 ? &frames : k == 2 ? &ranks : &mbs) = (int)num;
             i++;
         } else if (next && strcmp(a, "--synth") == 0) {
             synth = argv[++i];
@@ -341,6 +353,7 @@ int rl_cmd_view(int argc, char **argv)
     int w = 200, h = 60;
     if (size && !parse_size(size, &w, &h)) {
         fprintf(stderr, "ringlab view: --size '%s': give WIDTHxHEIGHT in cells, e.g. 120x40 (1 to 1000 each)\n", size);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (bench_file)
@@ -350,6 +363,7 @@ int rl_cmd_view(int argc, char **argv)
     if (synth) {
         if (!out) {
             fprintf(stderr, "ringlab view --synth: give the output file with --out FILE\n");
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         rl_trace *t = strcmp(synth, "ddp") == 0 && ranks >= 1 && ranks <= 64 ? rl_tui_synth_ddp(ranks, 3)
@@ -359,6 +373,7 @@ int rl_cmd_view(int argc, char **argv)
         if (!t) {
             fprintf(stderr, "ringlab view --synth: '%s' with --ranks %d --microbatches %d: use ddp, gpipe or 1f1b, "
                             "1 to 64 ranks, 1 to 256 micro-batches\n", synth, ranks, mbs);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         char err[512];
@@ -379,6 +394,7 @@ int rl_cmd_view(int argc, char **argv)
     int view = RL_VIEW_TIMELINE;
     if (render && (view = rl_tui_view_parse(render)) < 0) {
         fprintf(stderr, "ringlab view: --render '%s': choose timeline, pipeline, shapes, memory or mesh\n", render);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     rl_tui_state st;
@@ -387,11 +403,13 @@ int rl_cmd_view(int argc, char **argv)
     st.title = file;
     if (at && rl_tui_parse_time(at, &st.playhead)) {
         fprintf(stderr, "ringlab view: --at '%s': give a time of the run, e.g. 1.5ms, 250us or 0.002 (seconds)\n", at);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if ((narrate || at) && !(narrate ? at != NULL : render != NULL)) {
         fprintf(stderr, "ringlab view: %s\n", narrate ? "--narrate needs --at TIME (the playhead)"
                                                        : "--at TIME goes with --render VIEW or --narrate");
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     st.play_on = at != NULL;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "err.h"
 
 typedef struct {
     const char *name;
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    rl_check_stdout_at_exit();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -113,6 +113,7 @@ int rl_cmd_train(int argc, char **argv)
             int k = rl_model_kind_parse(v);
             if (k < 0) {
                 fprintf(stderr, "ringlab train: unknown model '%s'; use mlp, transformer or moe\n", v);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
             a.kind = (rl_model_kind)k, i++;
@@ -143,6 +144,7 @@ int rl_cmd_train(int argc, char **argv)
         a.batch = a.kind == RL_MODEL_TRANSFORMER ? 16 : 32;
     if (a.steps < 1 || !(a.lr > 0)) {
         fprintf(stderr, "ringlab train: --steps must be >= 1 and --lr > 0\n");
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (a.every <= 0)

@@ -16,6 +16,7 @@
 #include "cuda_backend.h"
 #include "internal.h"
 #include "fake_cuda.h"
+#include "optnum.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter" /* most emulated calls ignore their arguments */
 
@@ -111,8 +112,10 @@ static int stream_state(fake_stream *s, int wait, char *err, int len)
 int rl_cuda_device_count(char *why, int len)
 {
     const char *v = getenv("RL_FAKE_GPUS");
-    int n = v ? atoi(v) : 1;
-    return n >= 1 && n <= 64 ? n : 1;
+    double n = 1;
+    if (v && rl_optnum("RL_FAKE_GPUS", v, 1, 64, 1, &n, why, (size_t)len))
+        return 0; /* the probe says why: "RL_FAKE_GPUS: 'abc' is not a whole number from 1 to 64" */
+    return (int)n;
 }
 
 char *rl_cuda_device_name(int dev, char *buf, int len)

@@ -629,7 +629,7 @@ START_TEST(test_cli_errors)
         { "calc bubble --pp 4", "missing --mb" },
         { "calc bubble --pp 4 --mb 6 --v 2", "multiple of p" },
         { "calc bubble --pp 4 --mb 16 --schedule 2f2b", "unknown schedule '2f2b'" },
-        { "calc bubble --pp 0 --mb 16", "bad value '0' for --pp" },
+        { "calc bubble --pp 0 --mb 16", "--pp: '0' is not a whole number from 1 to 1000000000" },
         { "calc flops --params 7B --tokens 1T --layers 32", "needs all of --layers, --hidden, --heads and --seq" },
         { "calc mfu --flops 1e15", "missing --time" },
         { "calc moe --tokens 4096 --experts 8 --topk 9 --cf 1.25 --hidden 4096", "top-k must be between 1 and E" },

@@ -191,12 +191,189 @@ START_TEST(test_cli_sweep)
 }
 END_TEST
 
+/* Runs a command line (split on spaces; "%B" is the build folder) with env added; returns
+ * the exit status, the output in out. */
+static int run_line(const char *line, char *const env[], char *out, size_t size)
+{
+    char buf[512], *argv[MAX_ARGS];
+    snprintf(buf, sizeof buf, "%s", line);
+    char *b = strstr(buf, "%B");
+    if (b) {
+        char rest[512];
+        snprintf(rest, sizeof rest, "%s%s", rl_test_build(), b + 2);
+        snprintf(b, sizeof buf - (size_t)(b - buf), "%s", rest);
+    }
+    split(buf, argv, MAX_ARGS);
+    return run_argv(argv, env, 30, out, size);
+}
+
+/* Unknown flags, unknown names and malformed specs: exit 2, the bad text named, the usage. */
+START_TEST(test_cli_malformed)
+{
+    static const struct { const char *line, *bad; int labs; } cases[] = {
+        { "%B/ringlab nosuchcommand", "nosuchcommand", 0 },
+        { "%B/ringlab bench all_reduce --no-such-option", "--no-such-option", 0 },
+        { "%B/ringlab bench nosuchcoll", "nosuchcoll", 0 },
+        { "%B/ringlab bench all_reduce all_gather", "all_gather", 0 },
+        { "%B/ringlab bench all_reduce -b 64Q", "64Q", 0 },
+        { "%B/ringlab bench all_reduce -d int8", "int8", 0 },
+        { "%B/ringlab bench all_reduce -o prod", "prod", 0 },
+        { "%B/ringlab train --no-such-option", "--no-such-option", 0 },
+        { "%B/ringlab train --model nope", "nope", 0 },
+        { "%B/ringlab train --fault garbage", "garbage", 0 },
+        { "%B/ringlab train --fault hang:rank=1", "hang:rank=1", 0 },
+        { "%B/ringlab train --fault hang:rank=1:seq=x", "seq=x", 0 },
+        { "%B/ringlab train --fault hang:rank=-1:seq=3", "rank=-1", 0 },
+        { "%B/ringlab train --fault nan:rank=2:=3", "nan:rank=2:=3", 0 },
+        { "%B/ringlab train --fault straggler:rank=0:ms=-5", "ms=-5", 0 },
+        { "%B/ringlab train --fault straggler:rank=0:ms=1e18", "ms=1e18", 0 },
+        { "%B/ringlab train --fault hot-expert:expert=1:frac=2", "frac=2", 0 },
+        { "%B/ringlab train --hw nope", "nope", 0 },
+        { "%B/ringlab train --backend nope", "nope", 0 },
+        { "%B/ringlab train --tui=nope", "nope", 0 },
+        { "%B/ringlab view --no-such-option", "--no-such-option", 0 },
+        { "%B/ringlab view --synth nope --out x.json", "nope", 0 },
+        { "%B/ringlab view x.json --render nope", "nope", 0 },
+        { "%B/ringlab view x.json --size 0x0", "0x0", 0 },
+        { "%B/ringlab view x.json --narrate --at abc", "abc", 0 },
+        { "%B/ringlab view --demo --no-such-option", "--no-such-option", 0 },
+        { "%B/ringlab calc nope", "nope", 0 },
+        { "%B/ringlab calc zero --no-such", "--no-such", 0 },
+        { "%B/ringlab calc zero --params 7Q --dp 8", "7Q", 0 },
+        { "%B/ringlab calc zero --params 7B", "--dp", 0 },
+        { "%B/solutions/28_ddp/run --no-such-option", "--no-such-option", 1 },
+        { "%B/solutions/29_zero_fsdp/run --stage nope", "nope", 1 },
+        { "%B/solutions/30_tp_pp_sp_cp/run --schedule nope", "nope", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part nope", "nope", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --order dp-tp", "dp-tp", 1 },
+    };
+    char out[1 << 14];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].labs && rl_test_quick())
+            continue; /* the labs' drivers: the normal build only */
+        int rc = run_line(cases[i].line, NULL, out, sizeof out);
+        ck_assert_msg(!crash_text(out), "`%s`: crashed:\n%.2000s", cases[i].line, out);
+        ck_assert_msg(rc == 2 && strstr(out, cases[i].bad) && strstr(out, "usage"),
+                      "`%s`: exit %d; expected 2, a message naming '%s', and the usage:\n%.1500s", cases[i].line, rc,
+                      cases[i].bad, out);
+    }
+}
+END_TEST
+
+/* The environment: the grader's variables, the launcher's (RANK, WORLD_SIZE, MASTER_PORT) and
+ * the emulated GPUs' count — a bad value is named, with exit 2 (or the backend's message). */
+START_TEST(test_cli_environment)
+{
+    char out[1 << 14];
+    static const char *const grade_env[] = { "RL_GRADE_TIME_SCALE=garbage", "RL_GRADE_TIME_SCALE=0",
+                                             "RL_GRADE_SEED=garbage", "RL_GRADE_SEED=-5",
+                                             "RL_GRADE_SEED=99999999999999999999999" };
+    for (size_t i = 0; i < sizeof grade_env / sizeof grade_env[0] && !rl_test_quick(); i++) {
+        char *env[] = { (char *)grade_env[i], NULL }, val[64];
+        int rc = run_line("%B/solutions/28_ddp/grade --step 28.5 --answers solutions/28_ddp/answers.txt", env, out,
+                          sizeof out);
+        snprintf(val, sizeof val, "%s", strchr(grade_env[i], '=') + 1);
+        ck_assert_msg(rc == 2 && strstr(out, val) && !strstr(out, "Score:"), "%s grade ...: exit %d; expected 2, "
+                      "the value named, no grading:\n%.1500s", grade_env[i], rc, out);
+    }
+    const char *fake = getenv("RINGLAB_FAKEGPU_BUILD"); /* the emulated-GPU build (make test-unit) */
+    if (!fake) {
+        ck_assert_msg(!getenv("CI") || rl_test_quick(), "RINGLAB_FAKEGPU_BUILD is not set: run the suite through "
+                      "make test");
+        return;
+    }
+    static const struct { const char *env[5], *bad; } dist[] = {
+        { { "RANK=abc", "WORLD_SIZE=2", NULL }, "RANK='abc'" },
+        { { "RANK=0", "WORLD_SIZE=abc", NULL }, "abc" },
+        { { "RANK=0", "WORLD_SIZE=0", NULL }, "WORLD_SIZE" },
+        { { "RANK=5", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", NULL }, "RANK='5'" },
+        { { "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=abc" }, "MASTER_PORT" },
+        { { "RL_FAKE_GPUS=abc", NULL }, "RL_FAKE_GPUS: 'abc'" },
+        { { "RL_FAKE_GPUS=0", NULL }, "RL_FAKE_GPUS: '0'" },
+    };
+    for (size_t i = 0; i < sizeof dist / sizeof dist[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "%s/ringlab bench all_reduce -b 1K -e 1K -n 1 -w 0 --backend cuda", fake);
+        int rc = run_line(line, (char *const *)dist[i].env, out, sizeof out);
+        ck_assert_msg(!crash_text(out) && rc != 0 && rc < 128 && strstr(out, dist[i].bad),
+                      "%s %s %s: exit %d; expected a failure naming '%s':\n%.1500s", dist[i].env[0],
+                      dist[i].env[1] ? dist[i].env[1] : "", line, rc, dist[i].bad, out);
+    }
+}
+END_TEST
+
+/* Where the output goes: a trace path that cannot be written, a full disk under stdout (both a
+ * message and exit 1, not 0), and a closed pipe (the program stops at once, by SIGPIPE). */
+START_TEST(test_cli_outputs)
+{
+    char out[1 << 15], cmd[600];
+    static const char *const traces[] = { "/nonexistent/dir/run.json", "/dev/full" };
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s/ringlab train --steps 2 --trace %s", rl_test_build(), traces[i]);
+        int rc = run_line(cmd, NULL, out, sizeof out);
+        ck_assert_msg(rc == 1 && strstr(out, "cannot write trace") && strstr(out, traces[i]) && !crash_text(out),
+                      "`%s`: exit %d; expected 1 and \"cannot write trace '%s'\":\n%.1500s", cmd, rc, traces[i], out);
+    }
+    static const char *const full[] = { "calc zero --params 7B --dp 8", "bench all_reduce -b 1K -e 1K -n 1 -w 0",
+                                        "view --synth 1f1b --out /dev/stdout" };
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1 >/dev/full", rl_test_build(), full[i]);
+        char *o;
+        int rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == 1 && strstr(o, "No space left on device"), "`ringlab %s > /dev/full`: exit %d; expected 1 "
+                      "and a message:\n%.1500s", full[i], rc, o);
+        free(o);
+    }
+    static const char *const piped[] = { "bench all_reduce -b 1K -e 16M -n 2 -w 0", "view --bench --events 200000",
+                                         ("calc plan --params 7B --layers 32 --hidden 4096 --heads 32 --seq 2048 "
+                                          "--gbs 64 --gpus 8 --top 0") };
+    for (size_t i = 0; i < sizeof piped / sizeof piped[0]; i++) {
+        snprintf(cmd, sizeof cmd, "bash -c 'timeout 60 %s/ringlab %s 2>/tmp/rl_pipe_err.$$ | head -c 1 >/dev/null; "
+                 "echo rc=${PIPESTATUS[0]}; cat /tmp/rl_pipe_err.$$; rm -f /tmp/rl_pipe_err.$$'", rl_test_build(),
+                 piped[i]);
+        char *o;
+        rl_test_run(cmd, &o);
+        int rc = -1;
+        sscanf(o, "rc=%d", &rc);
+        ck_assert_msg((rc == 0 || rc == 141) && !crash_text(o) && !strstr(o, "cannot write"),
+                      "`ringlab %s | head -c 1`: exit %d (expected 0, or 141: SIGPIPE); its stderr:\n%.1500s", piped[i],
+                      rc, o);
+        free(o);
+    }
+}
+END_TEST
+
+/* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
+START_TEST(test_cli_make_variables)
+{
+    static const struct { const char *cmd, *want; } cases[] = {
+        { "make -s run LAB=abc", "make run needs LAB=NN, one of:" },
+        { "make -s run LAB=28 RANKS=0", "--ranks: '0' is not a whole number from 1 to 1024" },
+        { "make -s grade LAB=28 STEP=28.9", "grade: lab 28 has no step '28.9'" },
+        { "make -s hint LAB=28 STEP=28.9", "has no hints for step '28.9'" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[256], *o;
+        snprintf(cmd, sizeof cmd, "timeout 300 %s 2>&1", cases[i].cmd);
+        int rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == 2 && strstr(o, cases[i].want), "`%s`: exit %d; expected 2 and \"%s\":\n%.1500s",
+                      cases[i].cmd, rc, cases[i].want, o);
+        free(o);
+    }
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, rl_test_quick() ? 600 : 240);
     tcase_add_test(tc, test_cli_sweep);
+    tcase_add_test(tc, test_cli_malformed);
+    tcase_add_test(tc, test_cli_environment);
+    tcase_add_test(tc, test_cli_outputs);
+    if (!rl_test_quick()) /* make runs the normal build's binaries */
+        tcase_add_test(tc, test_cli_make_variables);
     suite_add_tcase(s, tc);
     return s;
 }

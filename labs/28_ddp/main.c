@@ -152,10 +152,12 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
 
 int main(int argc, char **argv)
 {
+    rl_check_stdout_at_exit();
     ddp_run_config cfg = ddp_run_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     int sweep = 0;
@@ -164,6 +166,8 @@ int main(int argc, char **argv)
         double v = 0;
         int k;
         int has = i + 1 < argc;
+        if (rl_opts_list_numbers(a, nums, NNUMS))
+            return 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -191,12 +195,14 @@ int main(int argc, char **argv)
             else
                 cfg.model.layers = (int)v;
         } else {
-            fprintf(stderr, "unknown argument '%s' (see --help)\n", a);
+            fprintf(stderr, "unknown argument '%s'\n", a);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
     }
     if (cfg.steps < 1 || cfg.micro_batch < 1 || cfg.accum_steps < 1 || cfg.model.hidden < 1 || cfg.model.layers < 1) {
         fprintf(stderr, "--steps, --batch, --accum, --hidden and --layers must be >= 1\n");
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (sweep) {

@@ -165,10 +165,12 @@ static void summary(const zero_run_config *cfg, const zero_run_stats *s, const z
 
 int main(int argc, char **argv)
 {
+    rl_check_stdout_at_exit();
     zero_run_config cfg = zero_run_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (rl_require_one_process(&cfg.opts, "lab 29"))
@@ -178,6 +180,8 @@ int main(int argc, char **argv)
         double v = 0;
         int k;
         int has = i + 1 < argc;
+        if (rl_opts_list_numbers(a, nums, NNUMS))
+            return 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -193,6 +197,7 @@ int main(int argc, char **argv)
             int s = zero_stage_parse(argv[++i]);
             if (s < ZERO_STAGE1) {
                 fprintf(stderr, "--stage: '%s' is not zero1, zero2, zero3 or hsdp\n", argv[i]);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
             cfg.zero.stage = (zero_stage)s;
@@ -214,16 +219,19 @@ int main(int argc, char **argv)
             else
                 cfg.model.layers = (int)v;
         } else {
-            fprintf(stderr, "unknown argument '%s' (see --help)\n", a);
+            fprintf(stderr, "unknown argument '%s'\n", a);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
     }
     if (cfg.steps < 1 || cfg.micro_batch < 1 || cfg.model.hidden < 1 || cfg.model.layers < 1) {
         fprintf(stderr, "--steps, --batch, --hidden and --layers must be >= 1\n");
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (cfg.zero.stage == ZERO_HSDP && (cfg.zero.group < 1 || cfg.opts.ranks % cfg.zero.group)) {
         fprintf(stderr, "--group %d must divide --ranks %d for hsdp\n", cfg.zero.group, cfg.opts.ranks);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     const rl_hw *hw = cfg.opts.hw ? cfg.opts.hw : rl_hw_default();

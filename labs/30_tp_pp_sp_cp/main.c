@@ -42,10 +42,12 @@ static const rl_optnum_decl nums[] = {
 
 int main(int argc, char **argv)
 {
+    rl_check_stdout_at_exit();
     mp_config cfg = mp_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (rl_require_one_process(&cfg.opts, "lab 30"))
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         int has = i + 1 < argc, k;
         double d;
+        if (rl_opts_list_numbers(a, nums, NNUMS))
+            return 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -61,6 +65,7 @@ int main(int argc, char **argv)
             int k = rl_pp_kind_parse(argv[++i]);
             if (k != RL_PP_GPIPE && k != RL_PP_1F1B && k != RL_PP_INTERLEAVED) {
                 fprintf(stderr, "--schedule: '%s' is not gpipe, 1f1b or interleaved\n", argv[i]);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
             cfg.schedule = (rl_pp_kind)k;
@@ -87,7 +92,8 @@ int main(int argc, char **argv)
             else
                 cfg.b = v;
         } else {
-            fprintf(stderr, "unknown argument '%s' (see --help)\n", a);
+            fprintf(stderr, "unknown argument '%s'\n", a);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
     }
@@ -96,6 +102,7 @@ int main(int argc, char **argv)
         cfg.s % (2 * t) || cfg.h % cfg.heads) {
         fprintf(stderr, "need p, t <= %d, m <= %d, v <= %d, --seq divisible by 2t (zig-zag) and --hidden by --heads\n",
                 MP_MAX_RANKS, MP_MAX_MB, MP_MAX_CHUNKS);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     /* the largest tensors, f32: activations [b, s, 4h], attention scores [b, a, s, s] and the MLP's

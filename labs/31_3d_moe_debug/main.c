@@ -381,6 +381,7 @@ static const rl_optnum_decl nums[] = {
 
 int main(int argc, char **argv)
 {
+    rl_check_stdout_at_exit();
     args a;
     memset(&a, 0, sizeof a);
     char err[256];
@@ -388,6 +389,7 @@ int main(int argc, char **argv)
     a.opts.ranks = 8;
     if (rl_opts_parse(&a.opts, &argc, argv, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
+        usage(stderr);
         return RL_EXIT_USAGE;
     }
     if (rl_require_one_process(&a.opts, "lab 31"))
@@ -398,6 +400,8 @@ int main(int argc, char **argv)
         const char *s = argv[i];
         int has = i + 1 < argc, k;
         double v;
+        if (rl_opts_list_numbers(s, nums, NNUMS))
+            return 0;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             usage(stdout);
             return 0;
@@ -408,6 +412,7 @@ int main(int argc, char **argv)
             if (strcmp(o, "tp-cp-dp-pp") && strcmp(o, "tp-cp-pp-dp")) {
                 fprintf(stderr, "--order '%s': use tp-cp-dp-pp (PP outermost, the default) or tp-cp-pp-dp (DP "
                                 "outermost)\n", o);
+                usage(stderr);
                 return RL_EXIT_USAGE;
             }
             a.order = strcmp(o, "tp-cp-dp-pp") ? RL_MESH_ORDER_TP_CP_PP_DP : RL_MESH_ORDER_TP_CP_DP_PP;
@@ -427,7 +432,8 @@ int main(int argc, char **argv)
                      : !strcmp(s, "--steps") ? &a.steps : !strcmp(s, "--experts") ? &a.experts : &a.top_k;
             *dst = (int)v;
         } else {
-            fprintf(stderr, "unknown argument '%s' (see --help)\n", s);
+            fprintf(stderr, "unknown argument '%s'\n", s);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
     }
@@ -437,6 +443,7 @@ int main(int argc, char **argv)
             rest = 1;
         if (rest < 1 || a.opts.ranks % rest) {
             fprintf(stderr, "--ranks %d is not divisible by pp·tp·cp = %d: pick other sizes\n", a.opts.ranks, rest);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         a.dp = a.opts.ranks / rest;
@@ -447,6 +454,7 @@ int main(int argc, char **argv)
         if (a.dp * a.pp * a.tp != a.opts.ranks || a.cp != 1 || 4 % a.pp || 256 % a.tp || a.opts.ranks > LAB31_MAX_RANKS) {
             fprintf(stderr, "--part 3d: need dp·pp·tp = --ranks (<= %d), pp dividing 4 layers, tp dividing 256\n",
                     LAB31_MAX_RANKS);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         return part_3d(&a);
@@ -456,6 +464,7 @@ int main(int argc, char **argv)
             !(a.cf > 0)) {
             fprintf(stderr, "--part moe: --ranks (the EP size, <= %d) must divide --experts (<= 64); top_k <= experts; "
                     "capacity factor > 0\n", LAB31_MAX_RANKS);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         return part_moe(&a);
@@ -463,6 +472,7 @@ int main(int argc, char **argv)
     if (!strcmp(a.part, "diagnose")) {
         if (a.opts.ranks > LAB31_MAX_RANKS) {
             fprintf(stderr, "--part diagnose: at most %d ranks\n", LAB31_MAX_RANKS);
+            usage(stderr);
             return RL_EXIT_USAGE;
         }
         return part_diagnose(&a);
@@ -470,5 +480,6 @@ int main(int argc, char **argv)
     if (!strcmp(a.part, "plan"))
         return part_plan(&a);
     fprintf(stderr, "--part '%s': use mesh, 3d, moe, diagnose or plan\n", a.part);
+    usage(stderr);
     return RL_EXIT_USAGE;
 }

@@ -1056,6 +1056,61 @@ START_TEST(test_tmux_playback)
 }
 END_TEST
 
+/* Ctrl-C in the live TUI (a lab-style run with --tui) and in the viewer: the program ends at
+ * once and leaves the terminal as it found it (canonical mode, echo, signals), not raw. */
+START_TEST(test_tmux_ctrl_c)
+{
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
+    char trace[128], cwd[512], rcfile[128], sttyfile[128];
+    static char screen[1 << 16];
+    snprintf(trace, sizeof trace, "/tmp/rl_tui_ctrlc_%d.json", (int)getpid());
+    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_ctrlc_%d.rc", (int)getpid());
+    snprintf(sttyfile, sizeof sttyfile, "/tmp/rl_tui_ctrlc_%d.stty", (int)getpid());
+    rl_trace *t = rl_tui_synth_ddp(2, 2);
+    char err[256];
+    ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *build = rl_test_build();
+    const char *const runs[] = { "view --demo --tui --steps 10000 --delay-ms 50", "view" };
+    for (int k = 0; k < 2; k++) {
+        remove(rcfile);
+        remove(sttyfile);
+        tmux_session s;
+        snprintf(s.sock, sizeof s.sock, "rltuicc%d_%d_%ld", k, (int)getpid(), (long)time(NULL));
+        ck_assert_int_eq(tmux(&s, "new-session -d -s v -x 100 -y 30 \"cd '%s' && %s%s/ringlab %s %s; echo rc=\\$? > "
+                              "'%s'; stty -a > '%s'; sleep 30\"", cwd, build[0] == '/' ? "" : "./", build, runs[k],
+                              k ? trace : "", rcfile, sttyfile), 0);
+        EXPECT_SCREEN(&s, "[1 timeline]");
+        tmux(&s, "send-keys -t v C-c");
+        char line[32] = "", *tty = NULL;
+        for (int i = 0; i < 100 && !tty; i++) {
+            long len;
+            tty = rl_test_slurp(sttyfile, &len);
+            if (tty && !strstr(tty, "icanon"))
+                free(tty), tty = NULL; /* not written in full yet */
+            if (!tty)
+                sleep_ms(50);
+        }
+        FILE *f = fopen(rcfile, "r");
+        if (f) {
+            if (!fgets(line, sizeof line, f))
+                line[0] = 0;
+            fclose(f);
+        }
+        tmux(&s, "kill-server");
+        ck_assert_msg(tty, "`ringlab %s`: still running 5 s after Ctrl-C", runs[k]);
+        ck_assert_msg(!strstr(tty, "-icanon") && !strstr(tty, "-echo ") && !strstr(tty, "-isig"),
+                      "`ringlab %s`: after Ctrl-C the terminal is left raw (%s):\n%s", runs[k], line, tty);
+        ck_assert_msg(strncmp(line, "rc=0", 4) != 0, "`ringlab %s`: Ctrl-C ended it with exit 0", runs[k]);
+        free(tty);
+    }
+    remove(trace);
+    remove(rcfile);
+    remove(sttyfile);
+}
+END_TEST
+
 /* Colours on an 8-colour terminal (TERM=xterm) and none under NO_COLOR: the timeline's grey
  * axis is drawn as dim white, never as black (which vanishes on a dark screen), and NO_COLOR
  * leaves no colour code on the screen. */
@@ -1170,6 +1225,7 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_narration_on_lab_traces);
     tcase_add_test(io, test_tmux_playback);
     tcase_add_test(io, test_tmux_colours);
+    tcase_add_test(io, test_tmux_ctrl_c);
     suite_add_tcase(s, io);
     return s;
 }
