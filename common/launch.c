@@ -332,6 +332,11 @@ static void *rank_main(void *arg)
 {
     rl_ctx *ctx = arg;
     ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
+    if (ctx->status == RL_ERR_NOMEM) { /* the others would wait for it until the watchdog: stop them now */
+        char msg[sizeof ctx->err + 64];
+        snprintf(msg, sizeof msg, "rank %d failed (out of memory)%s%s", ctx->rank, ctx->err[0] ? ": " : "", ctx->err);
+        rl_world_abort(ctx->world, RL_ERR_NOMEM, msg);
+    }
     rl_backend_timeline_resolve(ctx); /* GPU backend hook (issue 6): measured times into the trace */
     rank_finished(ctx);
     return NULL;

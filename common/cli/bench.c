@@ -32,6 +32,7 @@ typedef struct {
     int64_t own_wrong; /* one process per rank: wrong values this rank found in its own results */
     int nrows;
     int on_gpu;        /* the run went to --backend cuda */
+    double last_note;  /* rank 0: wall time of the last progress line (0: none yet) */
     bench_row rows[MAX_ROWS];
 } bench_cfg;
 
@@ -188,6 +189,19 @@ static int run_one(rl_comm *comm, const bench_cfg *b, rl_tensor *send, rl_tensor
     return w ? 0 : -1;
 }
 
+/* On a long run, rank 0 says on stderr where it is: every PROGRESS_S seconds of wall time,
+ * the row, the pass and the iteration (a large -e or -n runs for minutes). */
+#define PROGRESS_S 2.0
+static void progress(rl_ctx *ctx, bench_cfg *b, int row, int ip, const char *phase, int it, int n)
+{
+    double now = rl_wall_now(ctx);
+    if (now - b->last_note < PROGRESS_S)
+        return;
+    b->last_note = now;
+    fprintf(stderr, "# bench: %.0f s: row %d of %d (%lld B), %s, %s iteration %d of %d\n", now, row + 1, b->nrows,
+            (long long)b->rows[row].bytes, ip ? "in-place" : "out-of-place", phase, it + 1, n);
+}
+
 static int bench_rank(rl_ctx *ctx, void *arg)
 {
     bench_cfg *b = arg;
@@ -241,6 +255,8 @@ static int bench_rank(rl_ctx *ctx, void *arg)
                 fill_send(s, host, r);
                 if (run_one(world, b, s, d))
                     return -1;
+                if (r == 0)
+                    progress(ctx, b, row, ip, "warm-up", it, b->warmup);
             }
             if (b->check) {
                 fill_send(s, host, r);
@@ -259,9 +275,12 @@ static int bench_rank(rl_ctx *ctx, void *arg)
             }
             rl_barrier(world, 0);
             double v0 = rl_stream_time(ctx, RL_STREAM_COMPUTE), w0 = rl_wall_now(ctx);
-            for (int it = 0; it < b->iters; it++)
+            for (int it = 0; it < b->iters; it++) {
                 if (run_one(world, b, s, d))
                     return -1;
+                if (r == 0)
+                    progress(ctx, b, row, ip, "timed", it, b->iters);
+            }
             double v1 = rl_stream_time(ctx, RL_STREAM_COMPUTE);
             rl_barrier(world, 0);
             double w1 = rl_wall_now(ctx);

@@ -343,6 +343,20 @@ START_TEST(test_cli_outputs)
 }
 END_TEST
 
+/* A long bench run says where it is on stderr (every 2 s) instead of running silent. */
+START_TEST(test_cli_bench_progress)
+{
+    char cmd[512], *o;
+    snprintf(cmd, sizeof cmd, "timeout 5 %s/ringlab bench all_reduce -b 4M -e 4M -n 100000 -w 0 2>&1 >/dev/null",
+             rl_test_build());
+    int rc = rl_test_run(cmd, &o);
+    ck_assert_msg(rc == 124 && strstr(o, "# bench: ") && strstr(o, "row 1 of 1 (4194304 B), out-of-place, timed "
+                  "iteration "), "`%s`: exit %d (124: still running, as meant); expected progress lines:\n%.1500s",
+                  cmd, rc, o);
+    free(o);
+}
+END_TEST
+
 /* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
 START_TEST(test_cli_make_variables)
 {
@@ -372,6 +386,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_malformed);
     tcase_add_test(tc, test_cli_environment);
     tcase_add_test(tc, test_cli_outputs);
+    tcase_add_test(tc, test_cli_bench_progress);
     if (!rl_test_quick()) /* make runs the normal build's binaries */
         tcase_add_test(tc, test_cli_make_variables);
     suite_add_tcase(s, tc);

@@ -106,6 +106,33 @@ START_TEST(test_options)
 }
 END_TEST
 
+/* Rank 1 runs out of memory while the others wait for it in an all-reduce. */
+static int oom_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    if (rl_rank(ctx) == 1)
+        return rl_error(ctx, RL_ERR_NOMEM, "out of memory: needed 4096 GiB for the test's buffer");
+    rl_tensor *x = rl_tensor_new_1d(ctx, "x", RL_F32, RL_MEM_OTHER, 4);
+    rl_all_reduce(rl_comm_world(ctx), x, x, RL_SUM, 0);
+    rl_tensor_free(x);
+    return 0;
+}
+
+/* A rank that runs out of memory stops the run at once, naming itself — the others are not
+ * left waiting for it until the watchdog (20 s here) reports a hang. */
+START_TEST(test_out_of_memory_stops_the_run)
+{
+    rl_opts o = rl_test_opts(3, NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = rl_launch(&o, oom_rank, NULL, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    ck_assert_msg(rc == RL_ERR_NOMEM, "the run ended with %d (%s), expected out of memory", rc, rl_status_name(rc));
+    ck_assert_msg(s < 10, "the run took %.1f s: the other ranks waited for the watchdog", s);
+}
+END_TEST
+
 START_TEST(test_cost_model)
 {
     int n;
@@ -420,6 +447,7 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, test_bf16_round_to_nearest_even);
     tcase_add_test(tc, test_tensor_views_and_memory_account);
     tcase_add_test(tc, test_options);
+    tcase_add_test(tc, test_out_of_memory_stops_the_run);
     tcase_add_test(tc, test_cost_model);
     tcase_add_test(tc, test_trace_roundtrip_and_errors);
     tcase_add_test(tc, test_trace_pack_unpack);
