@@ -1056,6 +1056,16 @@ START_TEST(test_tmux_playback)
 }
 END_TEST
 
+/* A small DDP trace (2 ranks, 2 steps) in /tmp/rl_tui_TAG_PID.json; its path in path. */
+static void write_small_trace(char *path, size_t size, const char *tag)
+{
+    snprintf(path, size, "/tmp/rl_tui_%s_%d.json", tag, (int)getpid());
+    rl_trace *t = rl_tui_synth_ddp(2, 2);
+    char err[256];
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+}
+
 /* Ctrl-C in the live TUI (a lab-style run with --tui) and in the viewer: the program ends at
  * once and leaves the terminal as it found it (canonical mode, echo, signals), not raw. */
 START_TEST(test_tmux_ctrl_c)
@@ -1063,13 +1073,9 @@ START_TEST(test_tmux_ctrl_c)
     ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
     char trace[128], cwd[512], rcfile[128], sttyfile[128];
     static char screen[1 << 16];
-    snprintf(trace, sizeof trace, "/tmp/rl_tui_ctrlc_%d.json", (int)getpid());
+    write_small_trace(trace, sizeof trace, "ctrlc");
     snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_ctrlc_%d.rc", (int)getpid());
     snprintf(sttyfile, sizeof sttyfile, "/tmp/rl_tui_ctrlc_%d.stty", (int)getpid());
-    rl_trace *t = rl_tui_synth_ddp(2, 2);
-    char err[256];
-    ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
-    rl_trace_free(t);
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     const char *build = rl_test_build();
     const char *const runs[] = { "view --demo --tui --steps 10000 --delay-ms 50", "view" };
@@ -1119,11 +1125,7 @@ START_TEST(test_tmux_colours)
     ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
     char trace[128], cwd[512], cmd[512];
     static char screen[1 << 16];
-    snprintf(trace, sizeof trace, "/tmp/rl_tui_colours_%d.json", (int)getpid());
-    rl_trace *t = rl_tui_synth_ddp(2, 2);
-    char err[256];
-    ck_assert_int_eq(rl_trace_write_json(t, trace, 0, err, sizeof err), 0);
-    rl_trace_free(t);
+    write_small_trace(trace, sizeof trace, "colours");
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     const char *build = rl_test_build();
     static const char *const envs[] = { "TERM=xterm", "NO_COLOR=1" };
