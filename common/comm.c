@@ -391,6 +391,8 @@ static rl_work *issue(rl_comm *comm, rl_op_desc *d, int flags)
         for (int i = 0; i < o->nfaults; i++) {
             const rl_fault *f = &o->faults[i];
             if (comm == ctx->world_comm && f->rank == ctx->rank && f->seq == d->seq) {
+                if (f->kind == RL_FAULT_HANG || f->kind == RL_FAULT_MISMATCH)
+                    __atomic_store_n(&ctx->world->fault_fired[i], 1, __ATOMIC_RELAXED);
                 if (f->kind == RL_FAULT_HANG)
                     hang_forever(ctx, d->seq);
                 if (f->kind == RL_FAULT_MISMATCH)

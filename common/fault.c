@@ -5,6 +5,7 @@
 #include <string.h>
 #include "err.h"
 #include "fault.h"
+#include "internal.h"
 #include "launch.h"
 
 static const char *const kind_names[RL_FAULT_NKINDS] = { "hang", "straggler", "mismatch", "nan", "hot-expert" };
@@ -169,8 +170,10 @@ int rl_fault_nan_due(const rl_ctx *ctx, int64_t step, int layer)
     const rl_opts *o = rl_ctx_opts(ctx);
     for (int i = 0; o && i < o->nfaults && i < RL_MAX_FAULTS; i++) {
         const rl_fault *f = &o->faults[i];
-        if (f->kind == RL_FAULT_NAN && f->rank == rl_rank(ctx) && f->step == step && f->layer == layer)
+        if (f->kind == RL_FAULT_NAN && f->rank == rl_rank(ctx) && f->step == step && f->layer == layer) {
+            __atomic_store_n(&ctx->world->fault_fired[i], 1, __ATOMIC_RELAXED);
             return 1;
+        }
     }
     return 0;
 }
@@ -217,4 +220,25 @@ int rl_fault_skew_routing(rl_ctx *ctx, int64_t tokens, int top_k, int experts, i
         moved++;
     }
     return moved;
+}
+
+void rl_fault_report_unfired(const rl_world *w, FILE *out)
+{
+    const rl_opts *o = &w->opts;
+    for (int i = 0; i < o->nfaults && i < RL_MAX_FAULTS; i++) {
+        const rl_fault *f = &o->faults[i];
+        if (f->kind == RL_FAULT_HOT_EXPERT || __atomic_load_n(&w->fault_fired[i], __ATOMIC_RELAXED))
+            continue; /* (hot-expert skews whatever routing runs: nothing to miss) */
+        if (f->kind == RL_FAULT_HANG || f->kind == RL_FAULT_MISMATCH)
+            fprintf(out, "ringlab: warning: --fault %s:rank=%d:seq=%lld never fired: %s\n", rl_fault_kind_name(f->kind),
+                    f->rank, (long long)f->seq, f->rank >= w->n ? "the run has no such rank (see --ranks)"
+                                                                : "that rank made fewer calls on the world communicator");
+        else if (f->kind == RL_FAULT_STRAGGLER)
+            fprintf(out, "ringlab: warning: --fault straggler:rank=%d never fired: %s\n", f->rank,
+                    f->rank >= w->n ? "the run has no such rank (see --ranks)" : "that rank began no step");
+        else if (f->kind == RL_FAULT_NAN)
+            fprintf(out, "ringlab: warning: --fault nan:rank=%d:step=%lld:layer=%d never fired: rank %d never ran "
+                    "layer %d at step %lld\n", f->rank, (long long)f->step, f->layer, f->rank, f->layer,
+                    (long long)f->step);
+    }
 }

@@ -142,6 +142,7 @@ struct rl_comm {
 struct rl_world {
     int n;
     rl_opts opts;
+    int fault_fired[RL_MAX_FAULTS]; /* opts.faults[i] took effect (atomic stores by rank threads) */
     const rl_hw *hw;
     rl_ctx **ctxs;
     pthread_mutex_t mu;
@@ -261,5 +262,9 @@ void rl_comm_count_op(rl_comm *comm, const rl_op_desc *d);
 /* timer: a CUDA-event timer whose measured span replaces vs/ve (backend.h), or -1. */
 void rl_comm_trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double vs, double ve, double ws,
                       int timer);
+
+/* After a run that was not aborted: one warning line per --fault that never took effect
+ * (a hang's seq the run never reached, a rank outside --ranks ...). */
+void rl_fault_report_unfired(const rl_world *w, FILE *out);
 
 #endif

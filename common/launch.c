@@ -720,6 +720,7 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
             report_mismatch(w);
         fprintf(stderr, "ringlab: %s\n", w->abort_msg);
     } else {
+        rl_fault_report_unfired(w, stderr);
         for (int r = 0; r < w->n && !result; r++)
             if (w->ctxs[r] && w->ctxs[r]->status) {
                 result = w->ctxs[r]->status;

@@ -158,6 +158,7 @@ void rl_step_begin(rl_ctx *ctx, int step)
     const rl_opts *o = &ctx->world->opts;
     for (int i = 0; i < o->nfaults; i++)
         if (o->faults[i].kind == RL_FAULT_STRAGGLER && o->faults[i].rank == ctx->rank) {
+            __atomic_store_n(&ctx->world->fault_fired[i], 1, __ATOMIC_RELAXED);
             rl_stream keep = ctx->cur;
             ctx->cur = RL_STREAM_COMPUTE;
             rl_compute_delay(ctx, "straggler (injected)", o->faults[i].ms * 1e-3);

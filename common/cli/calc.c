@@ -392,6 +392,11 @@ static int run_tp(const topic *tp, int argc, char **argv)
     rl_calc_tp_in in = { .b = o[0].num, .s = o[1].num, .h = o[2].num, .t = (int)o[3].num, .dtype_bytes = o[5].num, .hw = hw };
     rl_calc_tp_out r;
     char err[256], b1[64], b2[64], b3[64], b4[64];
+    if (fmod(in.h, in.t) != 0) {
+        snprintf(err, sizeof err, "--t %d does not divide --h %.0f: each of the t ranks holds h/t of a layer's "
+                 "columns (pick t dividing h)", in.t, in.h);
+        return calc_error(tp, err);
+    }
     if (rl_calc_tp(&in, &r, err, sizeof err))
         return calc_error(tp, err);
     double db = in.dtype_bytes > 0 ? in.dtype_bytes : 2;

@@ -228,6 +228,7 @@ START_TEST(test_cli_malformed)
         { "%B/ringlab train --fault straggler:rank=0:ms=-5", "ms=-5", 0 },
         { "%B/ringlab train --fault straggler:rank=0:ms=1e18", "ms=1e18", 0 },
         { "%B/ringlab train --fault hot-expert:expert=1:frac=2", "frac=2", 0 },
+        { "%B/ringlab train --fault hang:rank=0:seq=1", "needs ranks that communicate", 0 },
         { "%B/ringlab train --hw nope", "nope", 0 },
         { "%B/ringlab train --backend nope", "nope", 0 },
         { "%B/ringlab train --tui=nope", "nope", 0 },
@@ -241,6 +242,7 @@ START_TEST(test_cli_malformed)
         { "%B/ringlab calc zero --no-such", "--no-such", 0 },
         { "%B/ringlab calc zero --params 7Q --dp 8", "7Q", 0 },
         { "%B/ringlab calc zero --params 7B", "--dp", 0 },
+        { "%B/ringlab calc tp --b 1 --s 2048 --h 4096 --t 3", "--t 3 does not divide --h 4096", 0 },
         { "%B/solutions/28_ddp/run --no-such-option", "--no-such-option", 1 },
         { "%B/solutions/29_zero_fsdp/run --stage nope", "nope", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule nope", "nope", 1 },
@@ -343,6 +345,24 @@ START_TEST(test_cli_outputs)
 }
 END_TEST
 
+/* A fault that never takes effect is reported, not silently ignored. */
+START_TEST(test_cli_fault_never_fired)
+{
+    static const struct { const char *args, *want; } cases[] = {
+        { "--fault hang:rank=1:seq=999", "--fault hang:rank=1:seq=999 never fired: that rank made fewer calls" },
+        { "--fault straggler:rank=1:ms=5", "--fault straggler:rank=1 never fired: that rank began no step" },
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[512], out[1 << 14];
+        snprintf(cmd, sizeof cmd, "%s/ringlab bench all_reduce --ranks 4 -b 1K -e 1K -n 1 -w 0 %s", rl_test_build(),
+                 cases[i].args);
+        int rc = run_line(cmd, NULL, out, sizeof out);
+        ck_assert_msg(rc == 0 && strstr(out, cases[i].want), "`%s`: exit %d; expected 0 and \"%s\":\n%.1500s", cmd,
+                      rc, cases[i].want, out);
+    }
+}
+END_TEST
+
 /* A long bench run says where it is on stderr (every 2 s) instead of running silent. */
 START_TEST(test_cli_bench_progress)
 {
@@ -387,6 +407,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_environment);
     tcase_add_test(tc, test_cli_outputs);
     tcase_add_test(tc, test_cli_bench_progress);
+    tcase_add_test(tc, test_cli_fault_never_fired);
     if (!rl_test_quick()) /* make runs the normal build's binaries */
         tcase_add_test(tc, test_cli_make_variables);
     suite_add_tcase(s, tc);
