@@ -612,6 +612,12 @@ static void *supervisor_main(void *arg)
 }
 
 /* Starts a run; on bad options returns NULL with *rc set and the message printed. */
+#ifdef RL_HAVE_OPENBLAS
+#define RL_GEMM_BUFFER_MIB 128.0 /* OpenBLAS's per-thread work buffer on x86-64 */
+#else
+#define RL_GEMM_BUFFER_MIB 0.0
+#endif
+
 static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
 {
     if (!opts || !fn) {
@@ -622,6 +628,19 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     rl_dist_plan plan;
     if ((*rc = check_launch(opts, &use_cuda, &ngpus, &plan)))
         return NULL;
+    /* Each rank thread reserves address space for its stack and, for its GEMMs on the host,
+     * OpenBLAS's work buffer (128 MiB, which OpenBLAS waits for for ever when it cannot map it):
+     * under an address-space limit (ulimit -v) say so up front. */
+    double per_rank = (8.0 + (use_cuda || plan.dist ? 0 : RL_GEMM_BUFFER_MIB)) * 1048576.0;
+    double need = (plan.dist ? 1 : opts->ranks) * per_rank, left = rl_mem_address_space_left();
+    if (left >= 0 && left < need) {
+        char n1[32], n2[32];
+        *rc = rl_error(NULL, RL_ERR_NOMEM, "out of memory: %d rank(s) need about %s of address space (a thread "
+                       "stack and a GEMM work buffer each) and ulimit -v leaves %s: use fewer --ranks or raise the "
+                       "limit", plan.dist ? 1 : opts->ranks, rl_fmt_bytes(need, n1, sizeof n1),
+                       rl_fmt_bytes(left, n2, sizeof n2));
+        return NULL;
+    }
     rl_world *w = plan.dist ? world_create(opts, plan.env.world_size, plan.env.rank) : rl_world_create(opts);
     if (plan.dist)
         *rc = rl_backend_dist_init(w, &plan); /* one process per rank: NCCL across processes */

@@ -62,6 +62,22 @@ char *rl_fmt_bytes(double bytes, char *buf, int size)
     return buf;
 }
 
+double rl_mem_address_space_left(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return -1;
+    double used = -1; /* the address space already taken: /proc/self/statm's first field, in pages */
+    FILE *st = fopen("/proc/self/statm", "r");
+    long long pages;
+    if (st && fscanf(st, "%lld", &pages) == 1)
+        used = (double)pages * (double)sysconf(_SC_PAGESIZE);
+    if (st)
+        fclose(st);
+    double left = (double)lim.rlim_cur - (used > 0 ? used : 0);
+    return left > 0 ? left : 0;
+}
+
 double rl_mem_available(void)
 {
     double avail = -1;
@@ -74,18 +90,8 @@ double rl_mem_available(void)
     }
     if (f)
         fclose(f);
-    struct rlimit lim;
-    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-        double used = -1; /* the address space already taken: /proc/self/statm's first field, in pages */
-        FILE *st = fopen("/proc/self/statm", "r");
-        long long pages;
-        if (st && fscanf(st, "%lld", &pages) == 1)
-            used = (double)pages * (double)sysconf(_SC_PAGESIZE);
-        if (st)
-            fclose(st);
-        double left = (double)lim.rlim_cur - (used > 0 ? used : 0);
-        if (avail < 0 || left < avail)
-            avail = left > 0 ? left : 0;
-    }
+    double left = rl_mem_address_space_left();
+    if (left >= 0 && (avail < 0 || left < avail))
+        avail = left;
     return avail;
 }

@@ -27,6 +27,8 @@ void rl_mem_reset_peaks(rl_mem_account *acc);
 /* Bytes this process may still allocate: the smaller of /proc/meminfo's MemAvailable and what
  * the address-space limit (ulimit -v) leaves; -1 when neither can be read. */
 double rl_mem_available(void);
+/* Bytes of address space the limit (ulimit -v) still leaves this process; -1 when unlimited. */
+double rl_mem_address_space_left(void);
 /* Formats a byte count with a binary unit ("12.5 MiB") into buf; returns buf. */
 char *rl_fmt_bytes(double bytes, char *buf, int size);
 

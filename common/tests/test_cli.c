@@ -377,6 +377,22 @@ START_TEST(test_cli_bench_progress)
 }
 END_TEST
 
+/* Under an address-space limit too small for the ranks (ulimit -v), each lab says so and exits 1
+ * at once — it used to hang in OpenBLAS's allocator or end in a watchdog "hang". */
+START_TEST(test_cli_address_space_limit)
+{
+    static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
+    for (size_t i = 0; i < 4; i++) {
+        char cmd[512], *o;
+        snprintf(cmd, sizeof cmd, "ulimit -v 400000 && timeout 60 %s/solutions/%s/run 2>&1", rl_test_build(), labs[i]);
+        int rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == 1 && strstr(o, "out of memory: ") && strstr(o, "of address space") && !crash_text(o),
+                      "`%s`: exit %d; expected 1 and the out-of-memory message:\n%.1500s", cmd, rc, o);
+        free(o);
+    }
+}
+END_TEST
+
 /* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
 START_TEST(test_cli_make_variables)
 {
@@ -408,8 +424,10 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_outputs);
     tcase_add_test(tc, test_cli_bench_progress);
     tcase_add_test(tc, test_cli_fault_never_fired);
-    if (!rl_test_quick()) /* make runs the normal build's binaries */
+    if (!rl_test_quick()) { /* make runs the normal build's binaries; ASan's shadow needs the address space */
         tcase_add_test(tc, test_cli_make_variables);
+        tcase_add_test(tc, test_cli_address_space_limit);
+    }
     suite_add_tcase(s, tc);
     return s;
 }
