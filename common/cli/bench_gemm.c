@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "ringlab.h"
 #include "ops.h"
+#include "optnum.h"
 
 static double mono(void)
 {
@@ -91,28 +92,34 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+#define GEMM_USAGE "usage: ringlab bench gemm [-s SIZE] [-n RUNS]\n"
+
 int rl_cmd_bench_gemm(int argc, char **argv)
 {
-    int n = 1024, runs = 5;
+    static const rl_optnum_decl nums[] = { { "-s", 1, 8192, 1 }, { "-n", 1, 100, 1 } };
+    double v[2] = { 1024, 5 };
     for (int i = 1; i < argc; i++) {
+        char err[256];
+        double num;
+        int k = rl_optnum_find(nums, 2, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &num, err, sizeof err);
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: ringlab bench gemm [-s SIZE] [-n RUNS]\n"
+            printf(GEMM_USAGE
                    "GFLOP/s (2·n³ / wall time, median of RUNS, default 5) of an n×n×n fp32 GEMM (default n = 1024)\n"
                    "through rl_matmul on one thread, next to an estimate of one core's fp32 peak.\n");
             return 0;
-        } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
-            n = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-            runs = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], RL_OPTNUM_LIST_FLAG)) {
+            rl_optnum_list(stdout, nums, 2);
+            return 0;
+        } else if (k >= 0) {
+            v[k] = num, i++;
         } else {
-            fprintf(stderr, "ringlab bench gemm: unknown option '%s' (see --help)\n", argv[i]);
+            if (k == -1)
+                snprintf(err, sizeof err, "unknown option '%s'", argv[i]);
+            fprintf(stderr, "ringlab bench gemm: %s\n" GEMM_USAGE, err);
             return RL_EXIT_USAGE;
         }
     }
-    if (n < 1 || n > 8192 || runs < 1 || runs > 100) {
-        fprintf(stderr, "ringlab bench gemm: need 1 <= -s <= 8192 and 1 <= -n <= 100\n");
-        return RL_EXIT_USAGE;
-    }
+    int n = (int)v[0], runs = (int)v[1];
     rl_ctx *ctx = rl_ctx_new_standalone(NULL, 1);
     int64_t shape[2] = { n, n };
     rl_tensor *a = rl_tensor_new(ctx, "a", RL_F32, RL_MEM_OTHER, 2, shape, "m,k");

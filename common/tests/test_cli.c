@@ -97,7 +97,7 @@ static const char *crash_text(const char *out)
 static int programs(char prog[][160], int max)
 {
     const char *b = rl_test_build();
-    static const char *const fixed[] = { "bench all_reduce", "train", "view", "view --demo" };
+    static const char *const fixed[] = { "bench all_reduce", "bench gemm", "train", "view", "view --demo" };
     int n = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         snprintf(prog[n++], 160, "%s/ringlab %s", b, fixed[i]);
