@@ -256,10 +256,11 @@ static int demo(int argc, char **argv)
     demo_cfg cfg = { 8, -1 };
     for (int i = 0; i < argc; i++) {
         double v;
-        int k = rl_optnum_find(nums, 2, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &v, err, sizeof err);
+        int k;
         if (rl_opts_list_numbers(argv[i], nums, 2)) {
             return RL_EXIT_OK;
-        } else if (k != -1) {
+        } else if ((k = rl_optnum_find(nums, 2, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &v, err, sizeof err)) !=
+                   -1) {
             if (k == -2) {
                 fprintf(stderr, "ringlab view --demo: %s\n", err);
                 usage(stderr);

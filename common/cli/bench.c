@@ -374,8 +374,7 @@ int rl_cmd_bench(int argc, char **argv)
             return 0;
         }
         if (rl_opts_list_numbers(a, bench_numbers, NBENCH_NUMBERS)) {
-            for (const char *const *z = (const char *const[]){ "-b", "-e", "-i", NULL }; *z; z++)
-                printf("%s 0 0 size\n", *z);
+            printf("-b 0 0 size\n-e 0 0 size\n-i 0 0 size\n");
             free(b);
             return 0;
         }

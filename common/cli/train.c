@@ -151,11 +151,6 @@ int rl_cmd_train(int argc, char **argv)
     }
     if (a.batch <= 0)
         a.batch = a.kind == RL_MODEL_TRANSFORMER ? 16 : 32;
-    if (a.steps < 1 || !(a.lr > 0)) {
-        fprintf(stderr, "ringlab train: --steps must be >= 1 and --lr > 0\n");
-        usage(stderr);
-        return RL_EXIT_USAGE;
-    }
     if (a.every <= 0)
         a.every = a.steps >= 10 ? a.steps / 10 : 1;
     if (opts.ranks != 1 && !opts.quiet)
