@@ -47,7 +47,7 @@ static int block_forward(rl_ctx *ctx, const rl_tensor *q, const rl_tensor *k, co
     float *V = malloc(sizeof(float) * (size_t)(v->numel + 1)), *O = calloc((size_t)out->numel + 1, sizeof(float));
     float *L = malloc(sizeof(float) * (size_t)(lse->numel + 1)), *S = malloc(sizeof(float) * (size_t)(SK + 1));
     if (!Q || !K || !V || !O || !L || !S)
-        rc = rl_error(ctx, RL_ERR_NOMEM, "attn_block: out of memory");
+        rc = rl_rank_out_of_memory(ctx, "attn_block: no memory left");
     if (!rc)
         rc = rl_tensor_to_f32(q, Q, q->numel) || rl_tensor_to_f32(k, K, k->numel) || rl_tensor_to_f32(v, V, v->numel)
                  ? rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_block: q, k, v must be readable host tensors")
@@ -178,7 +178,7 @@ int rl_attn_merge(rl_ctx *ctx, rl_tensor *out, rl_tensor *lse, const rl_tensor *
     /* staged through host copies, so device tensors (--backend cuda) merge the same way */
     float *O = malloc(sizeof(float) * (size_t)out->numel), *L = malloc(sizeof(float) * (size_t)lse->numel);
     float *Ob = malloc(sizeof(float) * (size_t)out->numel), *Lb = malloc(sizeof(float) * (size_t)lse->numel);
-    int rc = !O || !L || !Ob || !Lb ? rl_error(ctx, RL_ERR_NOMEM, "attn_merge: out of host memory") : RL_OK;
+    int rc = !O || !L || !Ob || !Lb ? rl_rank_out_of_memory(ctx, "attn_merge: no host memory left") : RL_OK;
     if (!rc && (rl_tensor_to_f32(out, O, out->numel) || rl_tensor_to_f32(lse, L, lse->numel) ||
                 rl_tensor_to_f32(out_b, Ob, out->numel) || rl_tensor_to_f32(lse_b, Lb, lse->numel)))
         rc = rl_error(ctx, RL_ERR_UNSUPPORTED, "attn_merge: could not read out, lse, out_b or lse_b");

@@ -110,6 +110,12 @@ int rl_dist_decide(const rl_dist_facts *f, rl_dist_plan *plan, char *msg, int le
                      f->env.world_size);
             return RL_ERR_ARG;
         }
+        if (f->env_found < 0) { /* a launcher's variables that make no sense: say so, do not guess */
+            snprintf(msg, (size_t)len, "%s; %s runs every rank as a thread of one process: unset RANK and "
+                     "WORLD_SIZE, or fix them", f->env_err ? f->env_err : "bad launcher variables",
+                     f->backend == RL_BACKEND_AUTO ? "--backend auto found no GPU, and sim" : "--backend sim");
+            return RL_ERR_ARG;
+        }
         return 0;
     }
     if (f->env_found < 0) {

@@ -1113,11 +1113,18 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
             dev ? rl_backend_scratch_free(ctx->world, s->scratch) : free(s->scratch);
             s->scratch_bytes = scratch * (int64_t)es;
             s->scratch = dev ? rl_backend_scratch_alloc(ctx->world, s->scratch_bytes) : malloc((size_t)s->scratch_bytes);
+            if (!s->scratch) {
+                char msg[256], nb[32];
+                snprintf(msg, sizeof msg, "out of memory: needed %s for %s's scratch buffer on %s",
+                         rl_fmt_bytes((double)s->scratch_bytes, nb, sizeof nb), rl_coll_name(d->kind), g->name);
+                s->scratch_bytes = 0;
+                rl_world_abort(ctx->world, RL_ERR_NOMEM, msg);
+            }
         }
         pthread_cond_broadcast(&g->cv);
     }
-    while (s->arrived < n)
-        if (group_wait(g)) {
+    while (s->arrived < n || g->world->aborted) /* (aborted: e.g. no memory for the scratch) */
+        if (g->world->aborted || group_wait(g)) {
             s->posted[me] = NULL; /* as above: a mismatch report of a rank still waiting may not read it */
             goto aborted;
         }

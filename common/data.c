@@ -35,7 +35,7 @@ rl_data *rl_data_regression(rl_ctx *ctx, int in_dim, int out_dim, uint64_t seed)
     }
     if (!d || !d->w1 || !d->w2) {
         rl_data_free(d);
-        rl_error(ctx, RL_ERR_NOMEM, "data: out of memory for the teacher network");
+        rl_rank_out_of_memory(ctx, "data: no memory for the teacher network");
         return NULL;
     }
     d->task = TASK_REGRESSION;
@@ -63,7 +63,7 @@ rl_data *rl_data_tokens(rl_ctx *ctx, int vocab, int seq, uint64_t seed)
         d->table = malloc(sizeof(int) * (size_t)vocab * (size_t)vocab);
     if (!d || !d->table) {
         rl_data_free(d);
-        rl_error(ctx, RL_ERR_NOMEM, "data: out of memory for the token table");
+        rl_rank_out_of_memory(ctx, "data: no memory for the token table");
         return NULL;
     }
     d->task = TASK_TOKENS;
@@ -147,7 +147,7 @@ int rl_data_get(rl_data *d, rl_ctx *ctx, int64_t step, int64_t first, int64_t co
     if (d->task == TASK_REGRESSION) {
         if (ensure_tensor(ctx, &out->x, "x", count, d->in_dim, "b,in") ||
             ensure_tensor(ctx, &out->y, "y", count, d->out_dim, "b,out"))
-            return rl_error(ctx, RL_ERR_NOMEM, "data: out of memory for a batch of %lld", (long long)count);
+            return rl_rank_out_of_memory(ctx, "data: no memory for a batch of %lld", (long long)count);
         float *x = rl_tensor_host_data(out->x), *y = rl_tensor_host_data(out->y);
         /* GPU backend (issue 6): device batches are made on the host and copied once */
         float *hx = x ? NULL : malloc((size_t)(count * d->in_dim) * sizeof(float));
@@ -155,7 +155,7 @@ int rl_data_get(rl_data *d, rl_ctx *ctx, int64_t step, int64_t first, int64_t co
         if ((!x && !hx) || (!y && !hy)) {
             free(hx);
             free(hy);
-            return rl_error(ctx, RL_ERR_NOMEM, "data: out of host memory for a batch of %lld", (long long)count);
+            return rl_rank_out_of_memory(ctx, "data: no host memory for a batch of %lld", (long long)count);
         }
         for (int64_t k = 0; k < count; k++)
             regression_sample(d, step, first + k, (x ? x : hx) + k * d->in_dim, (y ? y : hy) + k * d->out_dim);
@@ -173,7 +173,7 @@ int rl_data_get(rl_data *d, rl_ctx *ctx, int64_t step, int64_t first, int64_t co
             out->tokens = malloc(sizeof(int) * (size_t)(count * d->seq));
             out->targets = malloc(sizeof(int) * (size_t)(count * d->seq));
             if (!out->tokens || !out->targets)
-                return rl_error(ctx, RL_ERR_NOMEM, "data: out of memory for a batch of %lld", (long long)count);
+                return rl_rank_out_of_memory(ctx, "data: no memory for a batch of %lld", (long long)count);
         }
         for (int64_t k = 0; k < count; k++)
             token_sample(d, step, first + k, out->tokens + k * d->seq, out->targets + k * d->seq);

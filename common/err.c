@@ -6,13 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "mem.h"
 
 int rl_error(rl_ctx *ctx, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (ctx) {
-        vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    if (ctx) { /* through a copy: the arguments may quote ctx->err itself (rl_last_error) */
+        char msg[sizeof ctx->err];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        memcpy(ctx->err, msg, sizeof msg);
     } else {
         fprintf(stderr, "ringlab: ");
         vfprintf(stderr, fmt, ap);
@@ -49,19 +52,26 @@ const char *rl_status_name(int code)
     }
 }
 
-static void check_stdout(void)
+static void check_stdout(int status, void *arg)
 {
+    (void)arg;
     errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return;
-    int e = errno;
-    if (e == EPIPE) /* the reader went away (SIGPIPE ignored): nothing to say to anyone */
-        return;
-    fprintf(stderr, "ringlab: cannot write the output: %s\n", e ? strerror(e) : "write error");
-    _exit(1);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        if (e != EPIPE) { /* EPIPE: the reader went away (SIGPIPE ignored): nothing to say to anyone */
+            fprintf(stderr, "ringlab: cannot write the output: %s\n", e ? strerror(e) : "write error");
+            _exit(1);
+        }
+    }
+    /* Under ulimit -v, OpenBLAS's own threads may be retrying for ever to allocate their work
+     * buffers, and the library's exit handler waits for them: leave without running it. */
+    if (rl_mem_address_space_left() >= 0) {
+        fflush(NULL);
+        _exit(status);
+    }
 }
 
 void rl_check_stdout_at_exit(void)
 {
-    atexit(check_stdout);
+    on_exit(check_stdout, NULL);
 }

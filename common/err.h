@@ -20,6 +20,10 @@ typedef enum {
 
 /* Records a printf-style error message on ctx (may be NULL: then it goes to stderr). */
 int rl_error(rl_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Host memory ran out in a rank: the message goes to ctx's error and, in a rank thread, stops the
+ * world with "rank R: out of memory: ..." and ends the thread (the others would wait for it);
+ * elsewhere it returns RL_ERR_NOMEM. */
+int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The last error message recorded on this rank ("" if none). */
 const char *rl_last_error(const rl_ctx *ctx);
 /* Clears the last error message of this rank. */

@@ -1,5 +1,6 @@
 /* launch.c — common options, the world of rank threads, rl_launch and its watchdog. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,22 @@ void rl_rank_exit_aborted(rl_ctx *ctx)
     ctx->status = RL_ERR_ABORTED;
     rank_finished(ctx);
     pthread_exit(NULL);
+}
+
+int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...)
+{
+    char what[sizeof ctx->err];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    rl_error(ctx, RL_ERR_NOMEM, "out of memory: %s", what);
+    if (!ctx || !ctx->is_rank_thread)
+        return RL_ERR_NOMEM;
+    char msg[sizeof ctx->err + 32];
+    snprintf(msg, sizeof msg, "rank %d: %s", ctx->rank, ctx->err);
+    rl_world_abort(ctx->world, RL_ERR_NOMEM, msg);
+    rl_rank_exit_aborted(ctx);
 }
 
 /* A world of n ranks; only_rank >= 0 (dist mode: one process per rank) makes only that
@@ -594,6 +611,7 @@ struct rl_run {
     rl_world *w;
     pthread_t *threads;
     pthread_t supervisor;
+    int supervise_inline; /* the supervisor thread could not start: rl_run_finish runs it */
     int done;
     pthread_mutex_t mu;
 };
@@ -611,13 +629,24 @@ static void *supervisor_main(void *arg)
     return NULL;
 }
 
-/* Starts a run; on bad options returns NULL with *rc set and the message printed. */
-#ifdef RL_HAVE_OPENBLAS
-#define RL_GEMM_BUFFER_MIB 128.0 /* OpenBLAS's per-thread work buffer on x86-64 */
-#else
-#define RL_GEMM_BUFFER_MIB 0.0
-#endif
+/* Refuses, before the run, a --trace file that cannot be written (no such folder, no
+ * permission), rather than after it; a file it had to create for the check is removed. */
+static int check_trace_path(const char *trace_path, int rank)
+{
+    char path[1024];
+    const char *to = rank ? rl_trace_rank_path(trace_path, rank, path, sizeof path) : trace_path;
+    int existed = access(to, F_OK) == 0;
+    FILE *f = fopen(to, "a");
+    if (!f)
+        return rl_error(NULL, RL_ERR_IO, "cannot write trace '%s': %s (--trace FILE: a file in a folder that exists "
+                        "and that you may write to); nothing was run", to, strerror(errno));
+    fclose(f);
+    if (!existed)
+        remove(to);
+    return RL_OK;
+}
 
+/* Starts a run; on bad options returns NULL with *rc set and the message printed. */
 static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
 {
     if (!opts || !fn) {
@@ -628,17 +657,16 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     rl_dist_plan plan;
     if ((*rc = check_launch(opts, &use_cuda, &ngpus, &plan)))
         return NULL;
-    /* Each rank thread reserves address space for its stack and, for its GEMMs on the host,
-     * OpenBLAS's work buffer (128 MiB, which OpenBLAS waits for for ever when it cannot map it):
-     * under an address-space limit (ulimit -v) say so up front. */
-    double per_rank = (8.0 + (use_cuda || plan.dist ? 0 : RL_GEMM_BUFFER_MIB)) * 1048576.0;
-    double need = (plan.dist ? 1 : opts->ranks) * per_rank, left = rl_mem_address_space_left();
+    if (opts->trace_path && (*rc = check_trace_path(opts->trace_path, plan.dist ? plan.env.rank : 0)))
+        return NULL;
+    /* Each rank's thread and its comm-stream worker reserve address space for their stacks (GEMM
+     * work buffers are checked by the GEMMs themselves): under ulimit -v say so up front. */
+    double need = (plan.dist ? 1 : opts->ranks) * 16.0 * 1048576.0, left = rl_mem_address_space_left();
     if (left >= 0 && left < need) {
         char n1[32], n2[32];
-        *rc = rl_error(NULL, RL_ERR_NOMEM, "out of memory: %d rank(s) need about %s of address space (a thread "
-                       "stack and a GEMM work buffer each) and ulimit -v leaves %s: use fewer --ranks or raise the "
-                       "limit", plan.dist ? 1 : opts->ranks, rl_fmt_bytes(need, n1, sizeof n1),
-                       rl_fmt_bytes(left, n2, sizeof n2));
+        *rc = rl_error(NULL, RL_ERR_NOMEM, "out of memory: %d rank(s) need about %s of address space (two thread "
+                       "stacks each) and ulimit -v leaves %s: use fewer --ranks or raise the limit",
+                       plan.dist ? 1 : opts->ranks, rl_fmt_bytes(need, n1, sizeof n1), rl_fmt_bytes(left, n2, sizeof n2));
         return NULL;
     }
     rl_world *w = plan.dist ? world_create(opts, plan.env.world_size, plan.env.rank) : rl_world_create(opts);
@@ -650,6 +678,13 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         rl_world_destroy(w);
         return NULL;
     }
+    for (int r = 0; r < w->n; r++)
+        if (w->ctxs[r] && !w->ctxs[r]->worker_started) {
+            *rc = rl_error(NULL, RL_ERR_NOMEM, "out of memory: could not start rank %d's comm-stream thread: use "
+                           "fewer --ranks or raise the limit (ulimit -v)", r);
+            rl_world_destroy(w);
+            return NULL;
+        }
     rl_run *run = calloc(1, sizeof *run);
     run->w = w;
     pthread_mutex_init(&run->mu, NULL);
@@ -660,8 +695,12 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         if (!w->ctxs[r])
             continue; /* dist mode: another process runs it */
         w->ctxs[r]->is_rank_thread = 1;
-        if (pthread_create(&run->threads[r], NULL, rank_main, w->ctxs[r])) {
-            rl_world_abort(w, RL_ERR_NOMEM, "could not start a rank thread");
+        int e = pthread_create(&run->threads[r], NULL, rank_main, w->ctxs[r]);
+        if (e) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "out of memory: could not start rank %d's thread (%s): use fewer --ranks or "
+                     "raise the limit (ulimit -v)", r, strerror(e));
+            rl_world_abort(w, RL_ERR_NOMEM, msg);
             pthread_mutex_lock(&w->mu);
             w->ctxs[r]->thread_done = 1;
             w->ranks_done++;
@@ -669,7 +708,15 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
             run->threads[r] = 0;
         }
     }
-    pthread_create(&run->supervisor, NULL, supervisor_main, run);
+    int e = pthread_create(&run->supervisor, NULL, supervisor_main, run);
+    if (e) { /* no thread left for it: the ranks stop, and rl_run_finish supervises them itself */
+        char msg[256];
+        snprintf(msg, sizeof msg, "out of memory: could not start the run's supervisor thread (%s): use fewer "
+                 "--ranks or raise the limit (ulimit -v)", strerror(e));
+        rl_world_abort(w, RL_ERR_NOMEM, msg);
+        run->supervise_inline = 1;
+        run->done = 1; /* rl_run_poll: nothing to wait for but rl_run_finish */
+    }
     return run;
 }
 
@@ -729,7 +776,10 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
         *out_trace = NULL;
     if (!run)
         return RL_ERR_ARG;
-    pthread_join(run->supervisor, NULL);
+    if (run->supervise_inline)
+        supervisor_main(run);
+    else
+        pthread_join(run->supervisor, NULL);
     rl_world *w = run->w;
     const rl_opts *opts = &w->opts;
     int result = 0;

@@ -294,8 +294,9 @@ int rl_mesh_build_comms(rl_ctx *ctx, const rl_mesh *m, rl_mesh_comms *out)
         rl_comm *c = rl_comm_split(world, color, rank);
         if (!c) {
             char nm[32];
+            const char *why = rl_last_error(ctx);
             return rl_error(ctx, RL_ERR_ARG, "rl_mesh_build_comms: splitting the %s groups failed: %s",
-                            rl_mesh_dims_name(kinds[i].dims, nm, sizeof nm), rl_last_error(ctx));
+                            rl_mesh_dims_name(kinds[i].dims, nm, sizeof nm), why[0] ? why : "the run stopped");
         }
         *kinds[i].slot = c;
     }

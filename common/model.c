@@ -166,7 +166,7 @@ static rl_param *reg(rl_model *m, int unit, const char *name, int64_t s0, int64_
         rl_tensor_free(p->own_value);
         rl_tensor_free(p->own_grad);
         p->own_value = p->own_grad = p->value = p->grad = NULL;
-        rl_error(m->ctx, RL_ERR_NOMEM, "model: out of host memory initialising '%s'", name);
+        rl_rank_out_of_memory(m->ctx, "model: initialising '%s'", name);
         return NULL;
     }
     for (int64_t i = 0; i < p->numel; i++)
@@ -330,7 +330,7 @@ rl_model *rl_model_new(rl_ctx *ctx, const rl_model_config *cfg)
         return NULL;
     rl_model *m = calloc(1, sizeof *m);
     if (!m) {
-        rl_error(ctx, RL_ERR_NOMEM, "model: out of memory");
+        rl_rank_out_of_memory(ctx, "model: no memory left");
         return NULL;
     }
     m->cfg = *cfg;
@@ -345,7 +345,7 @@ rl_model *rl_model_new(rl_ctx *ctx, const rl_model_config *cfg)
     }
     if (!m->st || !m->params || !m->st->blocks || build_params(m) || m->nparams != cap) {
         rl_model_free(m);
-        rl_error(ctx, RL_ERR_NOMEM, "model: out of memory while registering parameters");
+        rl_rank_out_of_memory(ctx, "model: while registering parameters");
         return NULL;
     }
     return m;
@@ -533,7 +533,7 @@ static int ensure_acts(rl_model *m, int64_t B, int64_t S)
     bad |= !st->outp || !st->d_out || !st->d_cur || !st->d_tmp || !st->d_ln || (c->kind != RL_MODEL_MOE && !st->d_ffn);
     if (bad) {
         free_acts(m);
-        return rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory for the activations of a batch of %lld",
+        return rl_rank_out_of_memory(m->ctx, "model: no memory for the activations of a batch of %lld",
                         (long long)B);
     }
     return 0;
@@ -706,7 +706,7 @@ static int moe_fwd(rl_model *m, block *b, const rl_tensor *x)
         b->e_slot[e] = malloc(sizeof(int64_t) * (size_t)n);
         b->e_weight[e] = malloc(sizeof(float) * (size_t)n);
         if (!b->e_rows[e] || !b->e_slot[e] || !b->e_weight[e])
-            return rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory routing tokens");
+            return rl_rank_out_of_memory(m->ctx, "model: routing tokens");
         int64_t i = 0;
         for (int64_t s = 0; s < T * k; s++)
             if (b->routing.expert[s] == e) {
@@ -725,7 +725,7 @@ static int moe_fwd(rl_model *m, block *b, const rl_tensor *x)
         snprintf(nm, sizeof nm, "y_e%d", e);
         b->e_y[e] = rl_tensor_new(m->ctx, nm, RL_F32, RL_MEM_ACTIVATION, 2, sh, "tok,h");
         if (!b->e_x[e] || !b->e_pre[e] || !b->e_act[e] || !b->e_y[e])
-            return rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory for expert %d's activations", e);
+            return rl_rank_out_of_memory(m->ctx, "model: no memory for expert %d's activations", e);
         rl_set_tag(m->ctx, RL_TAG_EXPERT, e);
         TRY(rl_gather_rows(m->ctx, b->a2.y, b->e_rows[e], NULL, b->e_x[e]));
         TRY(linear_fwd(m, b->e_x[e], &b->e_fc1[e], b->e_pre[e]));
@@ -746,7 +746,7 @@ static int moe_bwd(rl_model *m, block *b, const rl_tensor *x)
     float *dcur = malloc(sizeof(float) * (size_t)(T * h));
     float *dw = calloc((size_t)(T * k), sizeof(float)); /* ∂loss/∂(routing weight) per slot */
     float *dprobs = calloc((size_t)(T * E), sizeof(float));
-    int rc = (!dcur || !dw || !dprobs) ? rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory in MoE backward") : 0;
+    int rc = (!dcur || !dw || !dprobs) ? rl_rank_out_of_memory(m->ctx, "model: in MoE backward") : 0;
     if (!rc)
         rc = rl_tensor_to_f32(st->d_cur, dcur, T * h);
     if (!rc)
@@ -760,7 +760,7 @@ static int moe_bwd(rl_model *m, block *b, const rl_tensor *x)
             rl_tensor *dx = rl_tensor_new(m->ctx, "dx_e", RL_F32, RL_MEM_ACTIVATION, 2, sh, "tok,h");
             rl_tensor *dh = rl_tensor_new(m->ctx, "dffn_e", RL_F32, RL_MEM_ACTIVATION, 2, shf, "tok,ffn");
             float *y = malloc(sizeof(float) * (size_t)(n * h));
-            rc = (!dy || !dx || !dh || !y) ? rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory in MoE backward") : 0;
+            rc = (!dy || !dx || !dh || !y) ? rl_rank_out_of_memory(m->ctx, "model: in MoE backward") : 0;
             if (!rc)
                 rc = rl_tensor_to_f32(b->e_y[e], y, n * h);
             for (int64_t i = 0; !rc && i < n; i++) { /* ∂/∂w of slot = <dout[token], y_e[i]> */
@@ -808,7 +808,7 @@ static int moe_bwd(rl_model *m, block *b, const rl_tensor *x)
     if (!rc) {
         int64_t rs[2] = { T, E };
         rl_tensor *dp = rl_tensor_new(m->ctx, "drprobs", RL_F32, RL_MEM_ACTIVATION, 2, rs, "b,e");
-        rc = dp ? rl_tensor_from_f32(dp, dprobs, T * E) : rl_error(m->ctx, RL_ERR_NOMEM, "model: out of memory");
+        rc = dp ? rl_tensor_from_f32(dp, dprobs, T * E) : rl_rank_out_of_memory(m->ctx, "model: no memory left");
         if (!rc)
             rc = rl_softmax_backward(m->ctx, b->rprobs, dp, dp);
         if (!rc)
@@ -987,7 +987,7 @@ int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window)
     if (!m)
         return rl_error(NULL, RL_ERR_ARG, "model_set_ready_order: model is NULL");
     if (window > 1 && !m->st->ready && !(m->st->ready = calloc((size_t)m->nparams, sizeof *m->st->ready)))
-        return rl_error(m->ctx, RL_ERR_NOMEM, "model_set_ready_order: out of memory");
+        return rl_rank_out_of_memory(m->ctx, "model_set_ready_order: no memory left");
     m->st->ready_window = window > m->nparams ? m->nparams : window;
     m->st->ready_seed = seed;
     m->st->ready_batches = 0;
@@ -1000,7 +1000,7 @@ int rl_model_zero_grad(rl_model *m)
         return rl_error(NULL, RL_ERR_ARG, "model_zero_grad: model is NULL");
     rl_tensor **grads = malloc((size_t)(m->nparams > 0 ? m->nparams : 1) * sizeof *grads);
     if (!grads)
-        return rl_error(m->ctx, RL_ERR_NOMEM, "model_zero_grad: out of memory for %d gradients", m->nparams);
+        return rl_rank_out_of_memory(m->ctx, "model_zero_grad: no memory for %d gradients", m->nparams);
     int n = 0;
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].grad)
@@ -1118,7 +1118,7 @@ rl_model_optim *rl_model_adamw_new(rl_model *m, rl_adamw_cfg cfg)
     }
     if (bad) {
         rl_model_optim_free(o);
-        rl_error(m->ctx, RL_ERR_NOMEM, "adamw: out of memory for the optimizer state");
+        rl_rank_out_of_memory(m->ctx, "adamw: no memory for the optimizer state");
         return NULL;
     }
     return o;

@@ -79,7 +79,7 @@ int rl_moe_plan_make(rl_ctx *ctx, const int *ids, int64_t tokens, int top_k, int
         !p->send_displs || !start) {
         free(start);
         rl_moe_plan_free(p);
-        return rl_error(ctx, RL_ERR_NOMEM, "rl_moe_plan_make: out of memory");
+        return rl_rank_out_of_memory(ctx, "rl_moe_plan_make: no memory left");
     }
     /* arrival order: keep while the expert has room */
     for (int64_t s = 0; s < n; s++) {
@@ -141,7 +141,7 @@ int rl_moe_plan_exchange(rl_comm *comm, rl_moe_plan *p)
     p->recv_expert_counts = calloc((size_t)ep * epr, sizeof(int64_t));
     int rc = RL_OK;
     if (!snd || !rcv || !p->recv_counts || !p->recv_displs || !p->recv_expert_counts)
-        rc = rl_error(ctx, RL_ERR_NOMEM, "rl_moe_plan_exchange: out of memory");
+        rc = rl_rank_out_of_memory(ctx, "rl_moe_plan_exchange: no memory left");
     for (int e = 0; !rc && e < p->experts; e++)
         rl_tensor_set(snd, e, (float)p->kept[e]);
     if (!rc) {
@@ -183,7 +183,7 @@ int rl_moe_aux_loss(rl_ctx *ctx, const float *probs, const int *ids, int64_t tok
     if (!fi || !pi) {
         free(fi);
         free(pi);
-        return rl_error(ctx, RL_ERR_NOMEM, "rl_moe_aux_loss: out of memory");
+        return rl_rank_out_of_memory(ctx, "rl_moe_aux_loss: no memory left");
     }
     int64_t n = tokens * top_k;
     for (int64_t s = 0; s < n; s++) {

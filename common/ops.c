@@ -8,6 +8,7 @@
 #include "bf16.h"
 #include "err.h"
 #include "backend.h"
+#include "internal.h"
 #include "ops_internal.h"
 #include "stream.h"
 #ifdef RL_HAVE_OPENBLAS
@@ -188,7 +189,7 @@ void ops_matrix_dims(const rl_tensor *t, int64_t *rows, int64_t *cols)
 
 int ops_nomem(rl_ctx *ctx, const char *op)
 {
-    return rl_error(ctx, RL_ERR_NOMEM, "%s: out of host memory for f32 staging buffers", op);
+    return rl_rank_out_of_memory(ctx, "%s: no host memory left for its f32 staging buffers", op);
 }
 
 int ops_numel_mismatch(rl_ctx *ctx, const char *op, const rl_tensor *a, const rl_tensor *b)
@@ -214,6 +215,56 @@ double ops_bytes(int n, const rl_tensor *const *ts)
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 /* Ranks are threads: each rank's GEMM runs on one BLAS thread. */
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
+
+/* OpenBLAS keeps one work buffer per GEMM running at once, in a pool that belongs to the
+ * process: it grows the pool (by up to 256 MiB of address space) when more GEMMs run at once
+ * than it holds, never shrinks it, and retries for ever when that allocation fails. This
+ * mirror of its pool (process-wide, as the pool is) lets a GEMM that might grow it look at the
+ * room under ulimit -v first: without room it waits for a running GEMM to hand its buffer back,
+ * and when none runs it fails with "out of memory" instead of hanging. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int running, held; /* GEMMs inside OpenBLAS now; the most that have run at once */
+} blas_pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+#define BLAS_POOL_GROWTH (256.0 * 1048576.0)
+#define BLAS_POOL_SPARE (64.0 * 1048576.0)
+
+static int blas_pool_enter(rl_ctx *ctx, const char *op)
+{
+    pthread_mutex_lock(&blas_pool.mu);
+    for (;;) {
+        if (blas_pool.running < blas_pool.held)
+            break; /* a buffer is free */
+        double left = rl_mem_address_space_left();
+        if (left < 0 || left >= BLAS_POOL_GROWTH + BLAS_POOL_SPARE)
+            break; /* room to grow the pool, with some to spare */
+        if (blas_pool.running == 0) {
+            pthread_mutex_unlock(&blas_pool.mu);
+            char n1[32], n2[32];
+            return rl_rank_out_of_memory(ctx, "%s needs OpenBLAS's GEMM work buffer (up to %s of address space) and "
+                                         "ulimit -v leaves %s: raise the limit or use fewer --ranks", op,
+                                         rl_fmt_bytes(BLAS_POOL_GROWTH, n1, sizeof n1),
+                                         rl_fmt_bytes(left, n2, sizeof n2));
+        }
+        pthread_cond_wait(&blas_pool.cv, &blas_pool.mu);
+    }
+    if (++blas_pool.running > blas_pool.held)
+        blas_pool.held = blas_pool.running;
+    pthread_mutex_unlock(&blas_pool.mu);
+    return 0;
+}
+
+static void blas_pool_leave(void)
+{
+    pthread_mutex_lock(&blas_pool.mu);
+    blas_pool.running--;
+    pthread_cond_broadcast(&blas_pool.cv);
+    pthread_mutex_unlock(&blas_pool.mu);
+}
+#else
+static int blas_pool_enter(rl_ctx *ctx, const char *op) { (void)ctx; (void)op; return 0; }
+static void blas_pool_leave(void) {}
 #endif
 
 /* Row-major C[m,n] = op(A)·op(B) + beta·C with leading dimensions lda, ldb, ldc. */
@@ -276,13 +327,18 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
             return rc;
         goto record;
     }
+    if ((rc = blas_pool_enter(ctx, name)))
+        return rc;
     ops_stage st = { .n = 0 };
     const float *A = ops_stage_in(&st, a);
     const float *B = ops_stage_in(&st, b);
     float *C = ops_stage_out(&st, c, beta != 0.0f);
-    if (st.failed)
+    if (st.failed) {
+        blas_pool_leave();
         return ops_stage_nomem(ctx, name, &st);
+    }
     sgemm(ta, tb, m, n, k, A, ac, B, bc, beta, C, cc);
+    blas_pool_leave();
     ops_stage_done(&st);
 record:;
     rl_dtype dt = (a->dtype == RL_BF16 && b->dtype == RL_BF16) ? RL_BF16 : RL_F32;

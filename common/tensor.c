@@ -32,7 +32,7 @@ static int dev_from_host_f32(rl_tensor *t, const float *src, int64_t n)
     size_t es = rl_dtype_size(t->dtype);
     void *h = t->dtype == RL_F32 ? (void *)src : malloc((size_t)(n > 0 ? n : 1) * es);
     if (!h)
-        return rl_error(t->ctx, RL_ERR_NOMEM, "tensor '%s': out of host memory for a copy", t->name);
+        return rl_rank_out_of_memory(t->ctx, "tensor '%s': no host memory for a copy", t->name);
     if (t->dtype == RL_BF16)
         for (int64_t i = 0; i < n; i++)
             ((rl_bf16 *)h)[i] = rl_f32_to_bf16(src[i]);
@@ -49,7 +49,7 @@ static int dev_to_f32(const rl_tensor *t, float *dst, int64_t n)
     size_t es = rl_dtype_size(t->dtype);
     void *h = t->dtype == RL_F32 ? (void *)dst : malloc((size_t)(n > 0 ? n : 1) * es);
     if (!h)
-        return rl_error(t->ctx, RL_ERR_NOMEM, "tensor '%s': out of host memory for a copy", t->name);
+        return rl_rank_out_of_memory(t->ctx, "tensor '%s': no host memory for a copy", t->name);
     int rc = rl_backend_copy(t->ctx, h, rl_tensor_data(t), n * (int64_t)es, err, sizeof err);
     if (!rc && t->dtype == RL_BF16)
         for (int64_t i = 0; i < n; i++)
@@ -168,8 +168,9 @@ static rl_tensor *tensor_new(rl_ctx *ctx, const char *name, rl_dtype dtype, rl_m
         free(n);
         free(s);
         free(data);
-        rl_error(ctx, RL_ERR_NOMEM, "tensor '%s': out of host memory for %lld bytes",
-                 name ? name : "?", (long long)bytes);
+        char nb[32];
+        rl_rank_out_of_memory(ctx, "needed %s of host memory for tensor '%s'", rl_fmt_bytes((double)bytes, nb, sizeof nb),
+                              name ? name : "?");
         return NULL;
     }
     s->data = data;
@@ -223,7 +224,7 @@ rl_tensor *rl_tensor_view(rl_tensor *base, const char *name, int64_t offset, int
     }
     struct rl_tensor_node *n = node_new(base->ctx, name, base->dtype, ndim, shape, dims, numel);
     if (!n) {
-        rl_error(base->ctx, RL_ERR_NOMEM, "view '%s': out of memory", name ? name : "?");
+        rl_rank_out_of_memory(base->ctx, "view '%s': no memory left", name ? name : "?");
         return NULL;
     }
     n->t.storage = base->storage;

@@ -216,6 +216,27 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         bench_row *br = &b->rows[row];
         int64_t sc, rc;
         counts_for(b, n, br->bytes, &sc, &rc);
+        /* every rank's buffers for the row (send, receive, host staging, reduce-scatter's in-place
+         * one) and the collective's scratch, against the memory left once every rank has freed the
+         * previous row's: rank 0 looks and all learn its answer, so none goes on into a collective
+         * alone (a rank that still fails to allocate stops the run, naming the tensor) */
+        int rs = b->kind == RL_COLL_REDUCE_SCATTER;
+        double big_one = (double)(sc > rc ? sc : rc), on_device = (double)(sc + rc) + (rs ? (double)sc : 0);
+        double need = ((rl_backend_has_gpu(ctx) ? big_one : on_device + big_one) * n + big_one) * 4.0; /* host */
+        rl_barrier(world, 0);
+        double avail = r == 0 ? rl_mem_available() : -1;
+        rl_tensor_set(ok, 0, avail < 0 || need <= avail ? 1.0f : 0.0f);
+        rl_all_reduce(world, ok, ok, RL_MIN, 0);
+        if (rl_tensor_get(ok, 0) < 0.5f) {
+            char n1[32], n2[32];
+            rl_tensor_free(ok);
+            if (r != 0)
+                return rl_error(ctx, RL_ERR_ABORTED, "out of memory (see rank 0)");
+            return rl_error(ctx, RL_ERR_NOMEM, "out of memory: the %lld-byte row needs about %s of buffers on %d "
+                            "ranks (send, receive, host staging, scratch) and about %s is available: try a smaller -e",
+                            (long long)br->bytes, rl_fmt_bytes(need, n1, sizeof n1), n,
+                            rl_fmt_bytes(avail, n2, sizeof n2));
+        }
         rl_tensor *send = rl_tensor_new_1d(ctx, "send", b->dtype, RL_MEM_COMM, sc);
         rl_tensor *recv = rl_tensor_new_1d(ctx, "recv", b->dtype, RL_MEM_COMM, rc);
         /* in place: the send buffer is a view into recv, as nccl-tests lays it out */
@@ -225,7 +246,7 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         rl_tensor *in_send = has_in_place && recv ? rl_tensor_slice(recv, in_off, sc) : NULL;
         rl_tensor *in_recv = has_in_place ? recv : NULL;
         rl_tensor *big = NULL;
-        if (b->kind == RL_COLL_REDUCE_SCATTER) {
+        if (rs) {
             /* reduce_scatter in place: recv is chunk r of the send buffer */
             big = rl_tensor_new_1d(ctx, "inplace", b->dtype, RL_MEM_COMM, sc);
             in_send = big;
@@ -234,19 +255,8 @@ static int bench_rank(rl_ctx *ctx, void *arg)
         /* a host staging buffer (host memory on the GPU too), as a tensor so an aborted run frees it */
         rl_tensor *staging = rl_tensor_new_host(ctx, "staging", RL_F32, sc > rc ? sc : rc);
         float *host = staging ? rl_tensor_host_data(staging) : NULL;
-        /* every rank learns whether every rank has its buffers: none goes on into a collective alone */
-        int have = send && recv && host && (b->kind != RL_COLL_REDUCE_SCATTER || big);
-        rl_tensor_set(ok, 0, (float)have);
-        rl_all_reduce(world, ok, ok, RL_MIN, 0);
-        if (rl_tensor_get(ok, 0) < 0.5f) {
-            double need = (double)(sc + rc + (sc > rc ? sc : rc)) * 4.0 + (big ? (double)sc * 4 : 0);
-            rl_tensor_free(b->kind == RL_COLL_REDUCE_SCATTER ? in_recv : in_send);
-            rl_tensor_free(staging), rl_tensor_free(big), rl_tensor_free(send), rl_tensor_free(recv);
-            rl_tensor_free(ok);
-            return rl_error(ctx, RL_ERR_NOMEM, "out of memory: the %lld-byte row needs about %.0f bytes of buffers per "
-                            "rank (send, receive, host staging) and some rank could not get them: try a smaller -e",
-                            (long long)br->bytes, need);
-        }
+        if (!send || !recv || !host || (rs && !big))
+            return rl_error(ctx, RL_ERR_ARG, "bench: the row's buffers: %s", rl_last_error(ctx));
         for (int ip = 0; ip < 2; ip++) {
             rl_tensor *s = ip ? in_send : send, *d = ip ? in_recv : recv;
             if (!s || !d)

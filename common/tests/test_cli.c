@@ -278,6 +278,19 @@ START_TEST(test_cli_environment)
         ck_assert_msg(rc == 2 && strstr(out, val) && !strstr(out, "Score:"), "%s grade ...: exit %d; expected 2, "
                       "the value named, no grading:\n%.1500s", grade_env[i], rc, out);
     }
+    static const struct { const char *env[3], *bad; } sim[] = { /* --backend sim: not ignored without a word */
+        { { "RANK=abc", "WORLD_SIZE=2", NULL }, "RANK='abc'" },
+        { { "RANK=5", "WORLD_SIZE=2", NULL }, "RANK='5'" },
+        { { "RANK=0", "WORLD_SIZE=0", NULL }, "WORLD_SIZE" },
+    };
+    for (size_t i = 0; i < sizeof sim / sizeof sim[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "%s/ringlab train --steps 1 --backend sim", rl_test_build());
+        int rc = run_line(line, (char *const *)sim[i].env, out, sizeof out);
+        ck_assert_msg(!crash_text(out) && rc != 0 && rc < 128 && strstr(out, sim[i].bad) && !strstr(out, "loss"),
+                      "%s %s %s: exit %d; expected a failure naming '%s':\n%.1500s", sim[i].env[0], sim[i].env[1],
+                      line, rc, sim[i].bad, out);
+    }
     const char *fake = getenv("RINGLAB_FAKEGPU_BUILD"); /* the emulated-GPU build (make test-unit) */
     if (!fake) {
         ck_assert_msg(!getenv("CI") || rl_test_quick(), "RINGLAB_FAKEGPU_BUILD is not set: run the suite through "
@@ -315,6 +328,8 @@ START_TEST(test_cli_outputs)
         int rc = run_line(cmd, NULL, out, sizeof out);
         ck_assert_msg(rc == 1 && strstr(out, "cannot write trace") && strstr(out, traces[i]) && !crash_text(out),
                       "`%s`: exit %d; expected 1 and \"cannot write trace '%s'\":\n%.1500s", cmd, rc, traces[i], out);
+        ck_assert_msg(i > 0 || (!strstr(out, "loss") && strstr(out, "nothing was run")),
+                      "`%s`: the folder does not exist: refused before the run, not after it:\n%.1500s", cmd, out);
     }
     static const char *const full[] = { "calc zero --params 7B --dp 8", "bench all_reduce -b 1K -e 1K -n 1 -w 0",
                                         "view --synth 1f1b --out /dev/stdout" };
@@ -377,19 +392,33 @@ START_TEST(test_cli_bench_progress)
 }
 END_TEST
 
-/* Under an address-space limit too small for the ranks (ulimit -v), each lab says so and exits 1
- * at once — it used to hang in OpenBLAS's allocator or end in a watchdog "hang". */
+/* Under an address-space limit (ulimit -v), each lab either runs or says "out of memory" and exits 1,
+ * at once, wherever the memory ran out: the ranks' stacks at launch (300000), a tensor, the model's
+ * parameters, OpenBLAS's GEMM work buffer (higher limits). It used to spin for ever in OpenBLAS's
+ * allocator (with no collective in flight, so no watchdog either), end in a watchdog "hang", or crash. */
 START_TEST(test_cli_address_space_limit)
 {
     static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
+    static const int limits_kb[] = { 300000, 550000, 700000, 850000, 1000000, 1150000 };
+    int later = 0; /* refusals after the launch: a tensor, the model, a GEMM buffer */
     for (size_t i = 0; i < 4; i++) {
-        char cmd[512], *o;
-        snprintf(cmd, sizeof cmd, "ulimit -v 400000 && timeout 60 %s/solutions/%s/run 2>&1", rl_test_build(), labs[i]);
-        int rc = rl_test_run(cmd, &o);
-        ck_assert_msg(rc == 1 && strstr(o, "out of memory: ") && strstr(o, "of address space") && !crash_text(o),
-                      "`%s`: exit %d; expected 1 and the out-of-memory message:\n%.1500s", cmd, rc, o);
-        free(o);
+        for (size_t k = 0; k < sizeof limits_kb / sizeof limits_kb[0]; k++) {
+            char cmd[512], *o;
+            snprintf(cmd, sizeof cmd, "ulimit -v %d && timeout 30 %s/solutions/%s/run 2>&1", limits_kb[k],
+                     rl_test_build(), labs[i]);
+            time_t t0 = time(NULL);
+            int rc = rl_test_run(cmd, &o);
+            double took = difftime(time(NULL), t0);
+            int oom = strstr(o, "out of memory: ") != NULL;
+            ck_assert_msg(((rc == 1 && oom) || (rc == 0 && !oom)) && !strstr(o, "watchdog") && !crash_text(o) &&
+                          took < 20, "`%s`: exit %d after %.1f s; expected 0, or 1 with the out-of-memory message, "
+                          "at once:\n%.1500s", cmd, rc, took, o);
+            ck_assert_msg(k > 0 || strstr(o, "of address space"), "`%s`: expected the launch's check:\n%.1500s", cmd, o);
+            later += rc == 1 && !strstr(o, "of address space (two thread stacks");
+            free(o);
+        }
     }
+    ck_assert_msg(later >= 4, "only %d runs ran out of memory after their launch; the sweep tests too little", later);
 }
 END_TEST
 
