@@ -18,6 +18,7 @@ CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(OPT) $(SAN) -Wall -Wextra -Werror -
 pc = $(shell pkg-config --exists $(1) 2>/dev/null && echo 1)
 # jansson: through pkg-config, or its header where pkg-config is missing (a bare GPU image)
 HAVE_JANSSON  := $(or $(call pc,jansson),$(if $(wildcard /usr/include/jansson.h),1,))
+HAVE_YAJL     := $(or $(call pc,yajl),$(if $(wildcard /usr/include/yajl/yajl_parse.h),1,))
 HAVE_CHECK    := $(call pc,check)
 HAVE_SECCOMP  := $(call pc,libseccomp)
 HAVE_NCURSES  := $(call pc,ncursesw)
@@ -32,6 +33,9 @@ CFLAGS := $(CFLAGS_COMMON)
 LDLIBS := -lm -pthread
 ifeq ($(HAVE_JANSSON),1)
   LDLIBS += $(or $(shell pkg-config --libs jansson 2>/dev/null),-ljansson)
+endif
+ifeq ($(HAVE_YAJL),1)
+  LDLIBS += -lyajl
 endif
 ifeq ($(HAVE_OPENBLAS),1)
   CFLAGS += -DRL_HAVE_OPENBLAS $(shell pkg-config --cflags-only-I openblas)
@@ -61,12 +65,13 @@ SUITES_H := $(BUILD)/tests/suites.gen.h
 .PHONY: all banner deps test test-unit test-asan help clean
 # no file a rule makes is deleted as intermediate (the variants' objects are kept for the next make)
 .SECONDARY:
-all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),) $(FUZZ_REPLAY)
+all: banner $(RINGLAB) $(if $(HAVE_CHECK),$(TESTBIN),)
 
 ok = $(if $(1),✓,✗)
 banner:
 	@echo "ringlab build — what this machine has:"
-	@echo "  $(call ok,$(HAVE_JANSSON)) JSON library (jansson)   $(if $(HAVE_JANSSON),traces,required: run 'make deps')"
+	@echo "  $(call ok,$(HAVE_JANSSON)) JSON library (jansson)   $(if $(HAVE_JANSSON),traces written,required: run 'make deps')"
+	@echo "  $(call ok,$(HAVE_YAJL)) JSON parser (yajl)         $(if $(HAVE_YAJL),traces read as they stream,required: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_CHECK)) Check                      $(if $(HAVE_CHECK),make test and graders,no tests or grading: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_SECCOMP)) libseccomp                 $(if $(HAVE_SECCOMP),graders sandbox the code under test,no grading: run 'make deps')"
 	@echo "  $(call ok,$(HAVE_OPENBLAS)) OpenBLAS                   $(if $(HAVE_OPENBLAS),fp32 GEMM,plain C GEMM loop (slower))"
@@ -78,8 +83,12 @@ ifneq ($(HAVE_JANSSON),1)
 	@echo "ringlab needs the jansson JSON library: run 'make deps' (as root) or: apt-get install -y libjansson-dev" >&2
 	@exit 1
 endif
+ifneq ($(HAVE_YAJL),1)
+	@echo "ringlab needs the yajl JSON parser: run 'make deps' (as root) or: apt-get install -y libyajl-dev" >&2
+	@exit 1
+endif
 
-DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libopenblas-dev libncurses-dev libseccomp-dev tmux \
+DEPS_PKGS := build-essential clang pkg-config check libjansson-dev libyajl-dev libopenblas-dev libncurses-dev libseccomp-dev tmux \
   zip unzip
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
@@ -137,6 +146,7 @@ IS_CLANG     := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null | he
 FUZZ_REPLAY  := $(if $(HAVE_CHECK),$(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(t)-replay),)
 FUZZ_BINS    := $(if $(and $(HAVE_CHECK),$(IS_CLANG)),$(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(t)-fuzz),)
 FUZZ_COMMON  := $(call obj,fuzz/fuzz.c grader/answers.c) $(TUI_LIB) $(LIB)
+all: $(FUZZ_REPLAY) # (here: a prerequisite is expanded where its rule is read)
 $(BUILD)/obj/fuzz/%.o: CFLAGS += -Igrader
 $(BUILD)/fuzz/%-replay: $(BUILD)/obj/fuzz/%.o $(call obj,fuzz/replay.c) $(FUZZ_COMMON)
 	@mkdir -p $(dir $@)

@@ -1,4 +1,5 @@
-/* trace.c — trace events and Chrome trace-event JSON (jansson). */
+/* trace.c — trace events, and writing them as Chrome trace-event JSON (jansson); trace_read.c
+ * reads them back. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -76,29 +77,36 @@ RL_API_WATCHED
 int rl_trace_add(rl_trace *t, const rl_trace_event *e)
 {
     RL_API_ENTRY();
+    rl_trace_event d = *e;
+    d.shapes = e->shapes ? strdup(e->shapes) : NULL;
+    d.peer_bytes = NULL;
+    d.npeers = 0;
+    if (e->peer_bytes && e->npeers > 0 && (d.peer_bytes = malloc((size_t)e->npeers * sizeof *d.peer_bytes))) {
+        memcpy(d.peer_bytes, e->peer_bytes, (size_t)e->npeers * sizeof *d.peer_bytes);
+        d.npeers = e->npeers;
+    }
+    if ((e->shapes && !d.shapes) || (e->npeers > 0 && e->peer_bytes && !d.peer_bytes)) {
+        free(d.shapes);
+        free(d.peer_bytes);
+        return RL_ERR_NOMEM;
+    }
+    return rl_trace_take(t, &d);
+}
+
+int rl_trace_take(rl_trace *t, rl_trace_event *e)
+{
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         rl_trace_event *ev = realloc(t->ev, cap * sizeof *ev);
-        if (!ev)
+        if (!ev) {
+            free(e->shapes);
+            free(e->peer_bytes);
             return RL_ERR_NOMEM;
+        }
         t->ev = ev;
         t->cap = cap;
     }
-    rl_trace_event *d = &t->ev[t->n];
-    *d = *e;
-    d->shapes = e->shapes ? strdup(e->shapes) : NULL;
-    d->peer_bytes = NULL;
-    d->npeers = 0;
-    if (e->peer_bytes && e->npeers > 0 && (d->peer_bytes = malloc((size_t)e->npeers * sizeof *d->peer_bytes))) {
-        memcpy(d->peer_bytes, e->peer_bytes, (size_t)e->npeers * sizeof *d->peer_bytes);
-        d->npeers = e->npeers;
-    }
-    if ((e->shapes && !d->shapes) || (e->npeers > 0 && e->peer_bytes && !d->peer_bytes)) {
-        free(d->shapes);
-        free(d->peer_bytes);
-        return RL_ERR_NOMEM;
-    }
-    t->n++;
+    t->ev[t->n++] = *e;
     return 0;
 }
 
@@ -339,7 +347,8 @@ RL_API_WATCHED
 int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen)
 {
     RL_API_ENTRY();
-    json_t *root = json_object(), *evs = json_array();
+    json_t *root = json_object(), *evs = json_array(), *rl = json_object();
+    json_object_set_new(root, "ringlab", rl); /* first: a streaming reader knows the ranks before the events */
     char buf[32];
     for (int r = 0; r < t->nranks; r++) {
         snprintf(buf, sizeof buf, "rank %d", r);
@@ -365,7 +374,6 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
     json_object_set_new(root, "traceEvents", evs);
     json_object_set_new(root, "displayTimeUnit", json_string("ns"));
 
-    json_t *rl = json_object();
     json_object_set_new(rl, "version", json_integer(1));
     json_object_set_new(rl, "ranks", json_integer(t->nranks));
     json_object_set_new(rl, "hw", json_string(t->hw));
@@ -389,7 +397,6 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
     for (int i = 0; i < t->nmeta; i++)
         json_object_set_new(meta, t->meta_keys[i], json_string(t->meta_vals[i]));
     json_object_set_new(rl, "meta", meta);
-    json_object_set_new(root, "ringlab", rl);
 
     int rc = json_dump_file(root, path, JSON_INDENT(0) | JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(root);
@@ -398,198 +405,6 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
         return RL_ERR_IO;
     }
     return 0;
-}
-
-/* ---- import ---- */
-
-static int get_num(json_t *o, const char *key, double *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v)
-        return 0;
-    if (!json_is_number(v))
-        return -1;
-    *out = json_number_value(v);
-    return 1;
-}
-
-#define BAD(...) do { snprintf(err, (size_t)errlen, __VA_ARGS__); goto fail; } while (0)
-
-RL_API_WATCHED
-rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
-{
-    RL_API_ENTRY();
-    json_error_t je;
-    rl_trace *t = NULL;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        if (je.line <= 0)
-            snprintf(err, (size_t)errlen, "cannot read trace '%s': %s", path, je.text);
-        else
-            snprintf(err, (size_t)errlen, "trace '%s' is not valid JSON at line %d, column %d: %s",
-                     path, je.line, je.column, je.text);
-        return NULL;
-    }
-    json_t *evs = json_is_array(root) ? root : json_object_get(root, "traceEvents");
-    if (!json_is_array(evs))
-        BAD("trace '%s': no \"traceEvents\" array (is it a Chrome trace-event file?)", path);
-    json_t *rl = json_is_object(root) ? json_object_get(root, "ringlab") : NULL;
-    int nranks = 1;
-    json_t *jr = rl ? json_object_get(rl, "ranks") : NULL;
-    if (jr && (!json_is_integer(jr) || json_integer_value(jr) < 1 || json_integer_value(jr) > 4096))
-        BAD("trace '%s': \"ringlab.ranks\" must be an integer from 1 to 4096", path);
-    size_t i;
-    json_t *e;
-    if (jr) {
-        nranks = (int)json_integer_value(jr);
-    } else {
-        json_array_foreach(evs, i, e) {
-            json_t *pid = json_object_get(e, "pid");
-            if (json_is_integer(pid) && json_integer_value(pid) >= 0 && json_integer_value(pid) < 4096 &&
-                json_integer_value(pid) + 1 > nranks)
-                nranks = (int)json_integer_value(pid) + 1;
-        }
-    }
-    t = rl_trace_new(nranks);
-    if (!t)
-        BAD("trace '%s': out of memory", path);
-    json_array_foreach(evs, i, e) {
-        if (!json_is_object(e))
-            BAD("trace '%s': traceEvents[%zu] is not an object", path, i);
-        const char *ph = json_string_value(json_object_get(e, "ph"));
-        if (!ph)
-            BAD("trace '%s': traceEvents[%zu] has no \"ph\" string", path, i);
-        if (strcmp(ph, "X") && strcmp(ph, "C"))
-            continue;
-        json_t *pid = json_object_get(e, "pid");
-        if (!json_is_integer(pid) || json_integer_value(pid) < 0 || json_integer_value(pid) >= nranks)
-            BAD("trace '%s': traceEvents[%zu] has \"pid\" outside 0..%d", path, i, nranks - 1);
-        int rank = (int)json_integer_value(pid);
-        double ts = 0, dur = 0, v;
-        if (get_num(e, "ts", &ts) != 1 || !isfinite(ts) || fabs(ts) > 1e15)
-            BAD("trace '%s': traceEvents[%zu] needs a finite number \"ts\" (microseconds)", path, i);
-        json_t *args = json_object_get(e, "args");
-        if (args && !json_is_object(args))
-            BAD("trace '%s': traceEvents[%zu].args is not an object", path, i);
-        if (strcmp(ph, "C") == 0) {
-            rl_mem_sample m = { .rank = rank, .vtime = ts * 1e-6 };
-            for (int c = 0; c < RL_MEM_NCAT; c++) {
-                int g = args ? get_num(args, rl_mem_cat_name(c), &v) : 0;
-                if (g < 0 || (g && (!isfinite(v) || v < 0 || v > 1e18)))
-                    BAD("trace '%s': traceEvents[%zu].args.%s must be a byte count", path, i,
-                        rl_mem_cat_name(c));
-                m.current[c] = g ? (int64_t)v : 0;
-            }
-            rl_trace_add_mem(t, &m);
-            continue;
-        }
-        if (get_num(e, "dur", &dur) < 0 || !isfinite(dur) || dur < 0 || dur > 1e15)
-            BAD("trace '%s': traceEvents[%zu].dur must be a finite number >= 0", path, i);
-        rl_trace_event ev;
-        rl_trace_event_init(&ev);
-        ev.rank = rank;
-        json_t *tid = json_object_get(e, "tid");
-        ev.stream = json_is_integer(tid) && json_integer_value(tid) == 1 ? 1 : 0;
-        const char *name = json_string_value(json_object_get(e, "name"));
-        snprintf(ev.name, sizeof ev.name, "%s", name ? name : "?");
-        int cat = rl_cat_parse(json_string_value(json_object_get(e, "cat")));
-        ev.cat = cat >= 0 ? (rl_cat)cat : (ev.stream ? RL_CAT_COMM : RL_CAT_COMPUTE);
-        ev.vstart = ts * 1e-6;
-        ev.vend = (ts + dur) * 1e-6;
-        if (args) {
-            if (get_num(args, "bytes", &v) == 1 && isfinite(v))
-                ev.bytes = v;
-            if (get_num(args, "flops", &v) == 1 && isfinite(v))
-                ev.flops = v;
-            for (int k = 0; k < RL_NTAGS; k++) {
-                json_t *tg = json_object_get(args, tag_names[k]);
-                if (json_is_integer(tg) && json_integer_value(tg) >= 0 && json_integer_value(tg) < (1 << 30))
-                    ev.tags[k] = (int)json_integer_value(tg);
-            }
-            const char *phase = json_string_value(json_object_get(args, "phase"));
-            if (phase)
-                ev.phase = phase[0];
-            json_t *seq = json_object_get(args, "seq");
-            if (json_is_integer(seq))
-                ev.seq = json_integer_value(seq);
-            const char *comm = json_string_value(json_object_get(args, "comm"));
-            if (comm)
-                snprintf(ev.comm, sizeof ev.comm, "%s", comm);
-            const char *shapes = json_string_value(json_object_get(args, "shapes"));
-            ev.shapes = (char *)shapes; /* copied by rl_trace_add */
-            json_t *peer = json_object_get(args, "peer");
-            if (json_is_integer(peer) && json_integer_value(peer) >= 0 && json_integer_value(peer) < (1 << 30))
-                ev.peer = (int)json_integer_value(peer);
-            json_t *pb = json_object_get(args, "peer_bytes");
-            size_t npb = json_is_array(pb) ? json_array_size(pb) : 0;
-            if (npb > 0 && npb <= (1 << 16) && (ev.peer_bytes = calloc(npb, sizeof *ev.peer_bytes))) {
-                ev.npeers = (int)npb;
-                for (size_t k = 0; k < npb; k++) {
-                    json_t *x = json_array_get(pb, k);
-                    ev.peer_bytes[k] = json_is_integer(x) && json_integer_value(x) >= 0 ? json_integer_value(x) : 0;
-                }
-            }
-            if (get_num(args, "wall_ts", &v) == 1 && isfinite(v)) {
-                ev.wstart = v * 1e-6;
-                if (get_num(args, "wall_dur", &v) == 1 && isfinite(v))
-                    ev.wend = ev.wstart + v * 1e-6;
-            }
-        }
-        rl_trace_add(t, &ev);
-        free(ev.peer_bytes); /* copied by rl_trace_add */
-    }
-    if (rl) {
-        const char *hw = json_string_value(json_object_get(rl, "hw"));
-        if (hw)
-            snprintf(t->hw, sizeof t->hw, "%s", hw);
-        json_t *peaks = json_object_get(rl, "memory_peak"), *p;
-        if (json_is_array(peaks))
-            json_array_foreach(peaks, i, p) {
-                if (i >= (size_t)nranks || !json_is_object(p))
-                    break;
-                for (int c = 0; c < RL_MEM_NCAT; c++) {
-                    double v2;
-                    if (get_num(p, rl_mem_cat_name(c), &v2) == 1 && isfinite(v2) && v2 >= 0 && v2 < 1e18)
-                        t->peak[i][c] = (int64_t)v2;
-                }
-            }
-        json_t *mesh = json_object_get(rl, "mesh");
-        if (mesh) {
-            json_t *names = json_object_get(mesh, "dims"), *sizes = json_object_get(mesh, "sizes");
-            size_t nd = json_array_size(names);
-            if (!json_is_array(names) || !json_is_array(sizes) || nd != json_array_size(sizes) ||
-                nd > RL_MESH_MAX)
-                BAD("trace '%s': \"ringlab.mesh\" needs arrays \"dims\" and \"sizes\" of equal length <= %d",
-                    path, RL_MESH_MAX);
-            long prod = 1;
-            for (size_t k = 0; k < nd; k++) {
-                json_t *s = json_array_get(sizes, k);
-                const char *nm = json_string_value(json_array_get(names, k));
-                if (!nm || !json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > 4096)
-                    BAD("trace '%s': mesh dim %zu needs a name and a size from 1 to 4096", path, k);
-                snprintf(t->mesh_names[k], sizeof t->mesh_names[k], "%s", nm);
-                t->mesh_sizes[k] = (int)json_integer_value(s);
-                prod = prod > nranks ? prod : prod * t->mesh_sizes[k]; /* past nranks it is wrong already */
-            }
-            if (prod != nranks)
-                BAD("trace '%s': mesh sizes multiply to %s%ld but the trace has %d ranks", path,
-                    prod > nranks ? "more than " : "", prod > nranks ? (long)nranks : prod, nranks);
-            t->mesh_ndims = (int)nd;
-        }
-        json_t *meta = json_object_get(rl, "meta");
-        const char *key;
-        json_t *val;
-        if (json_is_object(meta))
-            json_object_foreach(meta, key, val)
-                if (json_is_string(val))
-                    rl_trace_set_meta(t, key, json_string_value(val));
-    }
-    json_decref(root);
-    return t;
-fail:
-    json_decref(root);
-    rl_trace_free(t);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------ packed traces */

@@ -73,6 +73,9 @@ void rl_trace_free(rl_trace *t);
 void rl_trace_event_init(rl_trace_event *e);
 /* Appends an event (the shapes string is copied); returns 0 or RL_ERR_NOMEM. */
 int rl_trace_add(rl_trace *t, const rl_trace_event *e);
+/* Appends an event that hands over its shapes and peer_bytes (freed here on failure); 0 or
+ * RL_ERR_NOMEM. */
+int rl_trace_take(rl_trace *t, rl_trace_event *e);
 /* Appends a memory sample. */
 int rl_trace_add_mem(rl_trace *t, const rl_mem_sample *s);
 /* Appends every event and sample of src (events of one rank) to dst. */

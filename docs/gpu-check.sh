@@ -69,20 +69,23 @@ if ! ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nc
     || echo "NCCL not found: only the device-memory transport"
 fi
 
-# The GPU machine has no network: the JSON library comes as Debian packages carried in
-# .gpu-deps/ (made on the development machine; see docs/gpu-runs.md).
-if [ ! -f /usr/include/jansson.h ]; then
-  if ls .gpu-deps/libjansson*.deb >/dev/null 2>&1; then
-    for f in .gpu-deps/libjansson*.deb; do dpkg -x "$f" /; done
+# The GPU machine has no network: the JSON libraries (jansson writes traces, yajl reads them)
+# come as Debian packages carried in .gpu-deps/ (made on the development machine; see
+# docs/gpu-runs.md).
+for lib in jansson:jansson.h yajl:yajl/yajl_parse.h; do
+  name=${lib%%:*} header=${lib#*:}
+  [ -f "/usr/include/$header" ] && continue
+  if ls .gpu-deps/lib"$name"*.deb >/dev/null 2>&1; then
+    for f in .gpu-deps/lib"$name"*.deb; do dpkg -x "$f" /; done
     ldconfig 2>/dev/null
-    echo "jansson unpacked from .gpu-deps/"
+    echo "$name unpacked from .gpu-deps/"
   else
-    echo "jansson (the JSON library) is missing and this machine has no network. On the development"
-    echo "machine: mkdir -p .gpu-deps && (cd .gpu-deps && apt-get download libjansson4 libjansson-dev),"
+    echo "$name (a JSON library) is missing and this machine has no network. On the development machine:"
+    echo "mkdir -p .gpu-deps && (cd .gpu-deps && apt-get download libjansson4 libjansson-dev libyajl2 libyajl-dev),"
     echo "then bring .gpu-deps along with the working tree (docs/gpu-runs.md)."
-    result "dependencies" "jansson missing (bring .gpu-deps)" FAIL; return 2
+    result "dependencies" "$name missing (bring .gpu-deps)" FAIL; return 2
   fi
-fi
+done
 
 # Check (the unit tests' framework), carried the same way, so the GPU-aware unit suites run here too
 if [ ! -f /usr/include/check.h ] && ls .gpu-deps/check_*.deb >/dev/null 2>&1; then
