@@ -709,6 +709,48 @@ static int run_view(const char *file, char *out, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The reader streams: what a key means does not depend on where it comes. Keys in any order
+ * (ph after args, the ranks after the events), "comm" a communicator's name in a span and the
+ * comm bytes in a counter, numbers read to the double strtod gives, and the ranks given after
+ * the events still bound their pids. */
+START_TEST(test_trace_reader_streams)
+{
+    char path[128], err[512] = "";
+    snprintf(path, sizeof path, "/tmp/rl_tui_stream_%d.json", (int)getpid());
+    static const char *const nums[] = { "0.1", "123.456", "1e22", "1.7976931348623157e308", "4.9e-324",
+                                        "0.30000000000000004", "123456789.123456789", "-2.5e-3", "7" };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"traceEvents\": [{\"args\": {\"comm\": \"tp/0\", \"bytes\": %s}, \"ts\": 1, "
+                 "\"pid\": 1, \"ph\": \"X\", \"name\": \"ar\"}, {\"ph\": \"C\", \"pid\": 0, \"ts\": 2, "
+                 "\"args\": {\"comm\": 4096, \"other\": 8}}], \"ringlab\": {\"ranks\": 2, \"memory_peak\": "
+                 "[{\"comm\": 5}, {\"other\": 6}]}}", nums[i]);
+        write_file(path, json);
+        rl_trace *t = rl_trace_read_json(path, err, sizeof err);
+        ck_assert_msg(t != NULL, "%s: %s", json, err);
+        ck_assert_int_eq(t->nranks, 2);
+        ck_assert_uint_eq(t->n, 1);
+        ck_assert_msg(t->ev[0].bytes == strtod(nums[i], NULL), "%s read as %.17g", nums[i], t->ev[0].bytes);
+        ck_assert_str_eq(t->ev[0].comm, "tp/0");
+        ck_assert_int_eq(t->ev[0].rank, 1);
+        ck_assert_uint_eq(t->nmem, 1);
+        ck_assert_int_eq((int)t->mem[0].current[RL_MEM_COMM], 4096);
+        ck_assert_int_eq((int)t->mem[0].current[RL_MEM_OTHER], 8);
+        ck_assert_int_eq((int)t->peak[0][RL_MEM_COMM], 5);
+        ck_assert_int_eq((int)t->peak[1][RL_MEM_OTHER], 6);
+        rl_trace_free(t);
+    }
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1}, {\"ph\": \"X\", \"pid\": 3, "
+                     "\"ts\": 1}], \"ringlab\": {\"ranks\": 2}}");
+    expect_bad(path, "traceEvents[1] has \"pid\" outside 0..1");
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"C\", \"pid\": 0, \"ts\": 1, \"args\": {\"comm\": \"tp\"}}]}");
+    expect_bad(path, "args.comm must be a byte count");
+    write_file(path, "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 99999999999999999999}]}");
+    expect_bad(path, "not valid JSON at line 2");
+    remove(path);
+}
+END_TEST
+
 START_TEST(test_malformed_traces)
 {
     char dir[128], path[256], out[2048];
@@ -1220,6 +1262,7 @@ Suite *tui_suite(void)
     TCase *io = tcase_create("files");
     tcase_set_timeout(io, 60);
     tcase_add_test(io, test_malformed_traces);
+    tcase_add_test(io, test_trace_reader_streams);
     tcase_add_test(io, test_cli_render_and_refusals);
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
