@@ -213,29 +213,56 @@ out:
 
 rl_trace *rl_tui_synth_big(size_t n)
 {
-    enum { R = 8 };
+    enum { R = 8, LAYERS = 8, MB = 8 };
     rl_trace *t = rl_trace_new(R);
     if (!t)
         return NULL;
     snprintf(t->hw, sizeof t->hw, "h100-nvlink");
+    /* every field a lab 31 --part 3d trace has: tags, phase, shapes, communicator, seq, peer */
+    static const char *const shapes[] = {
+        "x[b=4,s=512,h=4096] w[h=4096,4h/t=8192] -> y[b=4,s=512,4h/t=8192]",
+        "y[b=4,s=512,4h/t=8192] w[4h/t=8192,h=4096] -> z[b=4,s=512,h=4096]",
+        "x[b=4,s=512,h=4096] block.ln.g[4096] block.ln.b[4096] -> ln[b=4,s=512,h=4096]",
+        "dz[b=4,s=512,h=4096] w[4h/t=8192,h=4096] -> dy[b=4,s=512,4h/t=8192]",
+    };
     size_t per_rank = n / R;
     uint64_t x = 88172645463325252ull;
     for (int r = 0; r < R; r++) {
         double c = 0, cm = 0;
+        int64_t seq = 0;
         for (size_t i = 0; i < per_rank; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             double dur = (1 + (double)(x % 1000) / 100.0) * 1e-6;
-            if (i % 3 == 2) { /* every third event is an all-reduce on the comm stream */
+            int step = (int)(i / 3000), mb = (int)(i / 30 % MB), layer = (int)(i / 3 % LAYERS);
+            int bwd = i % 3000 >= 1500;
+            if (i % 3 == 2) { /* every third event is on the comm stream: TP all-reduces, and p2p sends */
                 double start = cm > c - dur ? cm : c - dur;
-                rl_trace_event a = ev(r, 1, RL_CAT_COMM, "all_reduce", start, dur * 1.5);
+                int p2p = i % 12 == 11;
+                rl_trace_event a = ev(r, 1, p2p ? RL_CAT_P2P : RL_CAT_COMM, p2p ? "send" : "all_reduce", start,
+                                      dur * 1.5);
+                a.tags[RL_TAG_STEP] = step;
+                a.tags[RL_TAG_MICROBATCH] = mb;
+                a.tags[RL_TAG_LAYER] = layer;
                 a.tags[RL_TAG_BUCKET] = (int)(i / 3 % 8);
+                a.phase = bwd ? 'B' : 'F';
+                a.seq = seq++;
                 a.bytes = 4e6;
+                a.peer = p2p ? (r + 1) % R : -1;
+                snprintf(a.comm, sizeof a.comm, "%s", p2p ? "pp/0" : "tp/1");
+                a.shapes = p2p ? "act[b=4,s=512,h=4096]" : "y[b=4,s=512,h=4096]";
                 rl_trace_add(t, &a);
                 cm = start + dur * 1.5;
             } else {
                 rl_trace_event e = ev(r, 0, RL_CAT_COMPUTE, i % 3 ? "matmul_bwd" : "matmul_fwd", c, dur);
                 e.flops = dur * 5e14;
-                e.tags[RL_TAG_STEP] = (int)(i / 3000);
+                e.bytes = dur * 3e12;
+                e.tags[RL_TAG_STEP] = step;
+                e.tags[RL_TAG_MICROBATCH] = mb;
+                e.tags[RL_TAG_STAGE] = r % 2;
+                e.tags[RL_TAG_LAYER] = layer;
+                e.tags[RL_TAG_CHUNK] = (int)(i / 300 % 2);
+                e.phase = bwd ? 'B' : 'F';
+                e.shapes = (char *)shapes[(bwd ? 2 : 0) + (int)(i % 3 == 1)];
                 rl_trace_add(t, &e);
                 c += dur;
             }
