@@ -1,7 +1,9 @@
-/* chart.c — the text chart a lab prints after a non-interactive run: the timeline of one
- * training step, every rank's compute and comm lanes, rendered headless. */
+/* chart.c — the text charts a lab prints after a non-interactive run (a view rendered
+ * headless, as wide as the terminal), and the timeline of one training step. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include "tui.h"
 
 /* 1 when the locale asks for UTF-8 output. */
@@ -16,9 +18,29 @@ static int locale_utf8(void)
     return 0;
 }
 
-int rl_tui_print_step_chart(const rl_trace *t, int step, int width, FILE *out)
+int rl_tui_print_width(FILE *out)
 {
-    if (!t || width < 40)
+    struct winsize ws;
+    if (out && isatty(fileno(out)) && ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col < 40 ? 40 : ws.ws_col > 250 ? 250 : ws.ws_col;
+    const char *cols = getenv("COLUMNS");
+    char *end;
+    long c = cols ? strtol(cols, &end, 10) : 0;
+    return cols && *cols && !*end && c >= 40 && c <= 250 ? (int)c : 80;
+}
+
+int rl_tui_print_chart(const rl_trace *t, rl_tui_view view, int h, FILE *out, char *err, int errlen)
+{
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.view = view;
+    s.printed = 1;
+    return rl_tui_render_state(t, &s, rl_tui_print_width(out), h, locale_utf8(), out, err, errlen);
+}
+
+int rl_tui_print_step_chart(const rl_trace *t, int step, FILE *out)
+{
+    if (!t)
         return -1;
     rl_trace *s = rl_trace_new(t->nranks);
     if (!s)
@@ -39,9 +61,7 @@ int rl_tui_print_step_chart(const rl_trace *t, int step, int width, FILE *out)
     char title[64], err[128];
     snprintf(title, sizeof title, "step %d", step);
     rl_trace_set_meta(s, "chart", title);
-    int rc = s->n ? rl_tui_render_text(s, RL_VIEW_TIMELINE, width, 2 * t->nranks + 9, locale_utf8(), out, err,
-                                       sizeof err)
-                  : -1;
+    int rc = s->n ? rl_tui_print_chart(s, RL_VIEW_TIMELINE, 2 * t->nranks + 9, out, err, sizeof err) : -1;
     rl_trace_free(s);
     return rc;
 }

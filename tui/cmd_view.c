@@ -279,8 +279,8 @@ static int demo(int argc, char **argv)
     rl_trace *t = NULL;
     int rc = o.tui ? rl_tui_run_live(&o, demo_rank, &cfg, &t) : rl_launch(&o, demo_rank, &cfg, &t);
     if (!o.tui && t) {
-        rl_tui_render_text(t, RL_VIEW_TIMELINE, 120, 7 + 2 * o.ranks < RL_TUI_MIN_H ? RL_TUI_MIN_H : 7 + 2 * o.ranks, 0,
-                           stdout, err, sizeof err);
+        rl_tui_print_chart(t, RL_VIEW_TIMELINE, 7 + 2 * o.ranks < RL_TUI_MIN_H ? RL_TUI_MIN_H : 7 + 2 * o.ranks, stdout,
+                           err, sizeof err);
     }
     rl_trace_free(t);
     return rl_exit_status(rc);

@@ -124,6 +124,10 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
 static void draw_header(rl_canvas *c, const rl_tui_state *s)
 {
     int x = rl_canvas_text(c, 0, 0, -1, RL_STYLE(RL_COLOR_BLACK, RL_COLOR_CYAN, RL_ATTR_BOLD), " ringlab ");
+    if (s->printed) { /* a printed chart: its view's name, nothing to press */
+        rl_canvas_printf(c, x + 1, 0, -1, RL_STYLE_PLAIN, "%s view", view_names[s->view]);
+        return;
+    }
     for (int v = 0; v < RL_NVIEWS; v++) {
         int cur = (int)s->view == v;
         x += rl_canvas_printf(c, x + 1, 0, -1, cur ? RL_STYLE(RL_COLOR_BLACK, RL_COLOR_BRIGHT_YELLOW, RL_ATTR_BOLD) : RL_STYLE_PLAIN,

@@ -27,6 +27,7 @@ enum { RL_TUI_MIN_W = 50, RL_TUI_MIN_H = 12 };
 typedef struct rl_tui_state {
     rl_tui_view view;
     int help;            /* the help overlay is shown */
+    int printed;         /* a chart printed after a run: no tab bar, no key hints */
     int follow;          /* timeline window = the whole run (grows in live mode) */
     double t0, t1;       /* timeline window, virtual seconds */
     int cursor_col;      /* cursor column in the timeline plot (-1: the middle) */
@@ -76,10 +77,16 @@ int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int ut
 /* As rl_tui_render_text, from a given state (its view, playhead, zoom ...). */
 int rl_tui_render_state(const rl_trace *t, const rl_tui_state *s, int w, int h, int utf8, FILE *out, char *err,
                         int errlen);
+/* The width a printed chart takes on out: the terminal's columns (40 to 250) when out is
+ * one, else $COLUMNS when it is a number in that range, else 80. */
+int rl_tui_print_width(FILE *out);
+/* Prints one view of a trace h rows high, as wide as rl_tui_print_width(out), without the
+ * viewer's tab bar and key hints; UTF-8 glyphs when the locale asks for them, ASCII
+ * otherwise. What a lab shows after a non-interactive run. Returns 0 or -1 (err says why). */
+int rl_tui_print_chart(const rl_trace *t, rl_tui_view view, int h, FILE *out, char *err, int errlen);
 /* Prints the timeline of one training step (events tagged with that step, shifted to start
- * at 0) as a text chart `width` columns wide: what a lab shows after a non-interactive run.
- * UTF-8 glyphs when the locale asks for them, ASCII otherwise. Returns 0 or -1. */
-int rl_tui_print_step_chart(const rl_trace *t, int step, int width, FILE *out);
+ * at 0) as rl_tui_print_chart does. Returns 0 or -1. */
+int rl_tui_print_step_chart(const rl_trace *t, int step, FILE *out);
 /* The interactive viewer on a loaded trace (needs a terminal and ncurses); returns the
  * exit status (0 after q). */
 int rl_tui_replay(const rl_trace *t, const char *title);

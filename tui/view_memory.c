@@ -120,7 +120,7 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         while (last + 1 < t->nranks && same_rank(t, rm, last + 1, r))
             last++;
         const rank_mem *q = &rm[r];
-        int sel = s->rank >= r && s->rank <= last;
+        int sel = s->rank >= r && s->rank <= last && !s->printed;
         char who[32];
         if (last > r)
             snprintf(who, sizeof who, "r%d-%d", r, last);
@@ -157,7 +157,8 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         rl_canvas_put(c, x, y, mem_glyph(k), mem_style(k));
         x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_mem_cat_name((rl_mem_cat)k)) + 2;
     }
-    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ ↑↓/jk rank");
+    if (!s->printed)
+        rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ ↑↓/jk rank");
     y++;
     size_t k = (size_t)snprintf(buf, sizeof buf, "r%d peaks:", s->rank);
     for (int cat = 0; cat < RL_MEM_NCAT && k < sizeof buf; cat++)

@@ -141,7 +141,7 @@ void rl_tui_view_mesh(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tu
     for (int i = 0; i < d.nd && k < (int)sizeof buf; i++)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s %d", i ? ", " : "", d.names[i], sel[i]);
     if (k < (int)sizeof buf)
-        snprintf(buf + k, sizeof buf - (size_t)k, ") · ←→↑↓/hjkl select a rank");
+        snprintf(buf + k, sizeof buf - (size_t)k, ")%s", s->printed ? "" : " · ←→↑↓/hjkl select a rank");
     rl_canvas_text(c, xx, y++, c->w - xx - 1, RL_STYLE_PLAIN, buf);
     for (int i = 0; i < d.nd && y < y1; i++, y++) {
         int x = 1 + rl_canvas_printf(c, 1, y, -1, RL_STYLE(RL_COLOR_BLACK, dim_colors[i], 0), "%c", d.names[i][0]);

@@ -194,8 +194,8 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     double dt = (T1 - T0) / plot_w;
     int y = y0;
     if (step >= 0)
-        snprintf(buf, sizeof buf, "step %d (%d of %d, n/p: next/previous) · %s – %s", step, s->step_idx + 1,
-                 nsteps, rl_tui_fmt_time(T0, a, sizeof a), rl_tui_fmt_time(T1, b, sizeof b));
+        snprintf(buf, sizeof buf, "step %d (%d of %d%s) · %s – %s", step, s->step_idx + 1,
+                 nsteps, s->printed ? "" : ", n/p: next/previous", rl_tui_fmt_time(T0, a, sizeof a), rl_tui_fmt_time(T1, b, sizeof b));
     else
         snprintf(buf, sizeof buf, "whole run (events carry no step tag) · %s – %s", rl_tui_fmt_time(T0, a, sizeof a),
                  rl_tui_fmt_time(T1, b, sizeof b));

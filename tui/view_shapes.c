@@ -137,8 +137,8 @@ void rl_tui_view_shapes(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         goto done;
     }
     if (step >= 0)
-        snprintf(buf, sizeof buf, "step %d (%d of %d, n/p: next/previous) · %d ops in rank %d's order", step,
-                 s->step_idx + 1, nsteps, ro[ref].n, ref);
+        snprintf(buf, sizeof buf, "step %d (%d of %d%s) · %d ops in rank %d's order", step,
+                 s->step_idx + 1, nsteps, s->printed ? "" : ", n/p: next/previous", ro[ref].n, ref);
     else
         snprintf(buf, sizeof buf, "whole run (no step tags) · %d ops in rank %d's order", ro[ref].n, ref);
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
@@ -201,8 +201,8 @@ void rl_tui_view_shapes(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         if (sharded[0] && x + 4 < c->w - 1)
             rl_canvas_printf(c, x + 3, y, c->w - x - 4, RL_TUI_HILITE, "sharded: %s", sharded);
     }
-    snprintf(buf, sizeof buf, "lines %d-%d of %d · ↑↓/jk scroll  PgUp/PgDn page", nlines ? s->scroll + 1 : 0,
-             s->scroll + (y - y0 - 2), nlines);
+    snprintf(buf, sizeof buf, "lines %d-%d of %d%s", nlines ? s->scroll + 1 : 0, s->scroll + (y - y0 - 2), nlines,
+             s->printed ? "" : " · ↑↓/jk scroll  PgUp/PgDn page");
     rl_canvas_text(c, 1, y1 - 1, c->w - 2, RL_TUI_DIM, buf);
 done:
     for (int r = 0; r < t->nranks; r++)

@@ -211,11 +211,11 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     draw_axis(c, plot_x, y++, plot_w, t0, t1);
     for (int li = s->lane_top; li < nl && li < s->lane_top + nvis; li++, y++) {
         const rl_tui_lane *l = &m->lanes[li];
-        int sel = li == s->lane;
+        int sel = li == s->lane && !s->printed; /* (a printed chart has no selection, no cursor) */
         snprintf(label, sizeof label, "%cr%d %s", sel ? '>' : ' ', l->rank, l->stream ? "comm" : "compute");
         rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, label);
         draw_lane(c, plot_x, y, plot_w, m, l, t0, t1);
-        rl_cell *cell = rl_canvas_cell(c, plot_x + cc, y);
+        rl_cell *cell = s->printed ? NULL : rl_canvas_cell(c, plot_x + cc, y);
         if (cell)
             cell->style.attr |= RL_ATTR_REVERSE;
     }
@@ -225,17 +225,21 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nl - s->lane_top - nvis);
     }
 
-    rl_canvas_put(c, plot_x + cc, y, RL_G_UP, RL_TUI_HILITE);
-    rl_tui_fmt_time(tc, a, sizeof a);
-    snprintf(buf, sizeof buf, "cursor %s", a);
-    int tw = rl_canvas_text_width(buf);
-    rl_canvas_text(c, cc + 2 + tw <= plot_w ? plot_x + cc + 2 : plot_x + cc - 1 - tw, y, tw, RL_TUI_HILITE, buf);
+    if (!s->printed) {
+        rl_canvas_put(c, plot_x + cc, y, RL_G_UP, RL_TUI_HILITE);
+        rl_tui_fmt_time(tc, a, sizeof a);
+        snprintf(buf, sizeof buf, "cursor %s", a);
+        int tw = rl_canvas_text_width(buf);
+        rl_canvas_text(c, cc + 2 + tw <= plot_w ? plot_x + cc + 2 : plot_x + cc - 1 - tw, y, tw, RL_TUI_HILITE, buf);
+    }
     y++;
 
     const rl_tui_lane *sel = &m->lanes[s->lane];
     double at = s->play_on ? s->playhead : tc; /* the details follow the playhead while it is shown */
     const rl_tui_span *sp = rl_tui_lane_at(sel, at);
-    if (sp) {
+    if (s->printed) {
+        buf[0] = 0;
+    } else if (sp) {
         char d[400];
         describe_event(d, sizeof d, &m->trace->ev[sp->ev]);
         snprintf(buf, sizeof buf, "r%d %s: %s", sel->rank, sel->stream ? "comm" : "compute", d);
@@ -270,6 +274,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_put(c, x, y, rl_tui_cat_glyph(cats[k]), rl_tui_cat_style(cats[k], -1));
         x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_cat_name(cats[k])) + 2;
     }
-    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +/- zoom  ←→/hl pan  ↑↓/jk lane  ,. cursor  0 whole run");
+    if (!s->printed)
+        rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +/- zoom  ←→/hl pan  ↑↓/jk lane  ,. cursor  0 whole run");
     rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 }

@@ -392,7 +392,7 @@ int ddp_run(const ddp_run_config *cfg, ddp_run_stats *out)
             printf("\nTimeline of step %d (%s; compute and comm stream of every rank; "
                    "explore it with --trace FILE, then ringlab view FILE):\n", s,
                    rl_trace_get_meta(tr, "backend") ? "measured on the GPU" : "modelled");
-            rl_tui_print_step_chart(tr, s, 110, stdout);
+            rl_tui_print_step_chart(tr, s, stdout);
         }
     }
     rl_trace_free(tr);

@@ -515,7 +515,7 @@ int zero_run(const zero_run_config *cfg, zero_run_stats *out)
             char err[128];
             printf("\nMemory view after the run (per rank: bytes by category, current and peak; explore it with "
                    "--trace FILE, then ringlab view FILE, key 4):\n");
-            if (rl_tui_render_text(tr, RL_VIEW_MEMORY, 110, 2 * n + 14, 0, stdout, err, sizeof err))
+            if (rl_tui_print_chart(tr, RL_VIEW_MEMORY, 2 * n + 14, stdout, err, sizeof err))
                 printf("(no memory chart: %s)\n", err);
         }
     }

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     if (tr && !s.rc[3] && !cfg.opts.tui) {
         printf("\nPipeline view of the step (stage x time, F/B cells with micro-batch numbers, bubbles shaded; "
                "replay with --trace FILE then make view TRACE=FILE, key 2):\n");
-        if (rl_tui_render_text(tr, RL_VIEW_PIPELINE, 110, 2 * cfg.p + 12, 0, stdout, err, sizeof err))
+        if (rl_tui_print_chart(tr, RL_VIEW_PIPELINE, 2 * cfg.p + 12, stdout, err, sizeof err))
             printf("(no pipeline chart: %s)\n", err);
         printf("\nThe same schedule as a tick table (one op per tick, messages free, as PyTorch's schedule dump; "
                "'.': the stage idles):\n");

@@ -104,7 +104,7 @@ static int part_mesh(const args *a)
     if (!rc && !o.tui && tr) {
         char e2[128];
         printf("\nMesh view (groups highlighted; --tui to explore it live):\n");
-        if (rl_tui_render_text(tr, RL_VIEW_MESH, 100, 24, 0, stdout, e2, sizeof e2))
+        if (rl_tui_print_chart(tr, RL_VIEW_MESH, 24, stdout, e2, sizeof e2))
             printf("(no mesh chart: %s)\n", e2);
     }
     printf("\n== Lab 31.1 summary ==\n");
@@ -186,7 +186,7 @@ static int part_3d(const args *a)
             printf("step %3d  loss %.5f\n", s, t->loss[s]);
     if (!rc && tr && !o.tui) {
         printf("\nTimeline of the last step (TP all-reduces, PP send/recv, ZeRO-1 reduce-scatter + all-gather):\n");
-        rl_tui_print_step_chart(tr, t->steps - 1, 110, stdout);
+        rl_tui_print_step_chart(tr, t->steps - 1, stdout);
         char err[256];
         printf("\nThe 1F1B schedule of the first step as a tick table (one op per tick; each stage's lowest "
                "rank):\n");

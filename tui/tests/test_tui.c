@@ -713,6 +713,45 @@ static int run_view(const char *file, char *out, size_t n)
  * (ph after args, the ranks after the events), "comm" a communicator's name in a span and the
  * comm bytes in a counter, numbers read to the double strtod gives, and the ranks given after
  * the events still bound their pids. */
+/* A lab's printed charts: as wide as the output allows (80 columns into a pipe, $COLUMNS when
+ * set), without the viewer's tab bar, key hints, cursor or selection. */
+START_TEST(test_printed_charts)
+{
+    static const struct { const char *lab, *view; } runs[] = {
+        { "28_ddp", "timeline view" }, { "29_zero_fsdp", "memory view" }, { "30_tp_pp_sp_cp", "pipeline view" },
+    };
+    static const char *const chrome[] = { "q quit", "? help", "jk", "n/p", "cursor", "[1 timeline]", ">r0" };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        for (int cols = 0; cols <= 150; cols += 150) {
+            char cmd[512], *out;
+            snprintf(cmd, sizeof cmd, "%s COLUMNS=%s %s/solutions/%s/run 2>/dev/null", cols ? "" : "unset COLUMNS;",
+                     cols ? "150" : "", rl_test_build(), runs[i].lab);
+            ck_assert_int_eq(rl_test_run(cmd, &out), 0);
+            char *chart = strstr(out, runs[i].view);
+            ck_assert_msg(chart != NULL, "`%s` printed no %s:\n%.2000s", cmd, runs[i].view, out);
+            int widest = 0, w = 0, lines = 0;
+            for (const char *p = chart; *p && lines < 12; p++) { /* display columns: UTF-8 lead bytes */
+                if (*p == '\n') {
+                    lines++;
+                    w = 0;
+                } else if ((*p & 0xC0) != 0x80 && ++w > widest) {
+                    widest = w;
+                }
+            }
+            int want = cols ? cols : 80;
+            ck_assert_msg(widest <= want && widest >= want - 12, "`%s`: the %s is %d columns wide; expected up to %d",
+                          cmd, runs[i].view, widest, want);
+            for (size_t k = 0; k < sizeof chrome / sizeof chrome[0]; k++) {
+                const char *end = strstr(chart, "\n\n\n");
+                const char *hit = strstr(chart, chrome[k]);
+                ck_assert_msg(!hit || (end && hit > end), "`%s`: the printed %s shows \"%s\" (interactive chrome)",
+                              cmd, runs[i].view, chrome[k]);
+            }
+            free(out);
+        }
+}
+END_TEST
+
 START_TEST(test_trace_reader_streams)
 {
     char path[128], err[512] = "";
@@ -1263,6 +1302,7 @@ Suite *tui_suite(void)
     tcase_set_timeout(io, 60);
     tcase_add_test(io, test_malformed_traces);
     tcase_add_test(io, test_trace_reader_streams);
+    tcase_add_test(io, test_printed_charts);
     tcase_add_test(io, test_cli_render_and_refusals);
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
