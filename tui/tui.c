@@ -30,13 +30,6 @@ int rl_tui_view_parse(const char *name)
 
 const char *rl_tui_view_name(rl_tui_view v) { return v >= 0 && v < RL_NVIEWS ? view_names[v] : "?"; }
 
-static void move_cursor(rl_tui_state *s, int d)
-{
-    int pw = s->plot_w > 0 ? s->plot_w : 100;
-    int c = (s->cursor_col < 0 ? pw / 2 : s->cursor_col) + d;
-    s->cursor_col = c < 0 ? 0 : c >= pw ? pw - 1 : c;
-}
-
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
 {
     if (s->prompting) /* g: the keys are the time being typed */
@@ -64,17 +57,17 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
     switch (s->view) {
     case RL_VIEW_TIMELINE:
         switch (key) {
-        case '+': case '=': rl_tui_timeline_zoom(s, m, 0.5); break;
-        case '-': case '_': rl_tui_timeline_zoom(s, m, 2.0); break;
+        case '+': case '=': case 'w': rl_tui_timeline_zoom(s, m, 0.5); break; /* (w a s d: as in Perfetto) */
+        case '-': case '_': case 's': rl_tui_timeline_zoom(s, m, 2.0); break;
         case '0': s->follow = 1; break;
-        case 'h': case RL_KEY_LEFT: rl_tui_timeline_pan(s, m, -0.25); break;
-        case 'l': case RL_KEY_RIGHT: rl_tui_timeline_pan(s, m, 0.25); break;
+        case 'h': case 'a': case RL_KEY_LEFT: rl_tui_timeline_pan(s, m, -0.25); break;
+        case 'l': case 'd': case RL_KEY_RIGHT: rl_tui_timeline_pan(s, m, 0.25); break;
         case RL_KEY_HOME: rl_tui_timeline_pan(s, m, -1e12); break;
         case RL_KEY_END: rl_tui_timeline_pan(s, m, 1e12); break;
         case 'k': case RL_KEY_UP: if (s->lane > 0) s->lane--; break;
         case 'j': case RL_KEY_DOWN: if (s->lane + 1 < m->nlanes) s->lane++; break;
-        case ',': move_cursor(s, -1); break;
-        case '.': move_cursor(s, 1); break;
+        case ',': rl_tui_timeline_jump(s, m, -1); break;
+        case '.': rl_tui_timeline_jump(s, m, 1); break;
         default: break;
         }
         break;
@@ -172,8 +165,9 @@ static void draw_help(rl_canvas *c)
         "           has not happened yet is dimmed; the narration says what",
         "           runs at the playhead; live (--tui): space pauses the",
         "           run itself (the watchdog's clock stands still)",
-        "timeline   + -  zoom in / out at the cursor     0  whole run",
-        "           ← → or h l  pan     ↑ ↓ or j k  lane     , .  cursor",
+        "timeline   + - or w s  zoom in / out at the cursor   0  whole run",
+        "           ← → or h l or a d  pan   ↑ ↓ or j k  lane",
+        "           , .  cursor to the lane's previous / next event",
         "           comm hidden: share of comm-stream busy time in the",
         "           window that overlaps compute-stream busy time of the",
         "           same rank (100% = all communication hidden)",

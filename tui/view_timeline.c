@@ -69,6 +69,42 @@ void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction
     set_window(s, m, t0 + fraction * (t1 - t0), t1 - t0);
 }
 
+void rl_tui_timeline_jump(rl_tui_state *s, const rl_tui_model *m, int dir)
+{
+    if (m->nlanes <= 0)
+        return;
+    const rl_tui_lane *l = &m->lanes[s->lane < 0 ? 0 : s->lane >= m->nlanes ? m->nlanes - 1 : s->lane];
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    int pw = s->plot_w > 0 ? s->plot_w : 100, cc = cursor_col(s, pw);
+    double dt = (t1 - t0) / pw, lo = t0 + cc * dt, hi = lo + dt; /* the cursor's column */
+    /* next: the first span starting after the cursor's column; previous: the last one starting
+     * before the event under the cursor (or before the column, if none is under it) */
+    const rl_tui_span *cur = rl_tui_lane_at(l, lo + dt / 2);
+    double edge = dir > 0 ? hi : cur && cur->start < lo ? cur->start : lo;
+    size_t a = 0, b = l->n; /* the spans starting before edge: [0, a) */
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (l->spans[mid].start < edge)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (dir > 0 ? a >= l->n : a == 0)
+        return;
+    size_t k = dir > 0 ? a : a - 1;
+    double t = l->spans[k].start;
+    if (t < t0 || t >= t1) { /* off the window: bring it to the middle */
+        set_window(s, m, t - (t1 - t0) / 2, t1 - t0);
+        window_of(s, m, &t0, &t1);
+        dt = (t1 - t0) / pw;
+    }
+    double x = (t - t0) / dt, end = (l->spans[k].end - t0) / dt;
+    int col = (int)ceil(x - 0.5); /* the first column whose middle (where the details look) is in it */
+    col = col + 0.5 > end && x < end ? (int)x : col; /* (an event narrower than half a column) */
+    s->cursor_col = col < 0 ? 0 : col >= pw ? pw - 1 : col;
+}
+
 /* A box label: long ("all_reduce b2") when it fits in width columns, else short ("b2"). */
 static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int width)
 {
@@ -245,7 +281,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         snprintf(buf, sizeof buf, "r%d %s: %s", sel->rank, sel->stream ? "comm" : "compute", d);
     } else {
         snprintf(buf, sizeof buf, "r%d %s: no event at the %s", sel->rank, sel->stream ? "comm" : "compute",
-                 s->play_on ? "playhead" : "cursor (move it with , and . or pan)");
+                 s->play_on ? "playhead" : "cursor (, and . jump to the lane's events)");
     }
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 
@@ -275,6 +311,6 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_cat_name(cats[k])) + 2;
     }
     if (!s->printed)
-        rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +/- zoom  ←→/hl pan  ↑↓/jk lane  ,. cursor  0 whole run");
+        rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +-/ws zoom  ←→/ad pan  ↑↓/jk lane  ,. event  0 whole run");
     rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 }

@@ -16,6 +16,9 @@ void rl_tui_view_mesh(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tu
 /* Timeline navigation (tui.c routes keys here). */
 void rl_tui_timeline_zoom(rl_tui_state *s, const rl_tui_model *m, double factor);
 void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction);
+/* Moves the timeline's cursor to the selected lane's next (dir > 0) or previous event start,
+ * panning when it is off the window. */
+void rl_tui_timeline_jump(rl_tui_state *s, const rl_tui_model *m, int dir);
 /* Moves the mesh view's selected rank by (dx, dy) on its grid. */
 void rl_tui_mesh_move(rl_tui_state *s, const rl_tui_model *m, int dx, int dy);
 

@@ -283,11 +283,21 @@ START_TEST(test_timeline_zoom_pan_cursor)
     txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, out_again);
     ck_assert_has(txt, "zoom x1");
     free(txt);
-    /* lane 1 = rank 0's comm stream; the cursor moved right onto bucket 1 (300..400 us) */
-    int lanes[] = { 'j', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', '.', 0 };
+    /* lane 1 = rank 0's comm stream; '.' jumps the cursor to its next event, bucket 1 (300..400
+     * us), ',' back to the one before; w and s zoom as + and -, a and d pan as h and l */
+    int lanes[] = { 'j', '.', 0 };
     txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, lanes);
     ck_assert_has(txt, ">r0 comm");
     ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 1 seq 1]");
+    free(txt);
+    int back[] = { 'j', '.', ',', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, back);
+    ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 0 seq 0]");
+    free(txt);
+    int wasd[] = { 'w', 'w', 'a', 'a', 'a', 'a', 'a', 'a', 's', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wasd);
+    ck_assert_has(txt, "zoom x2");
+    ck_assert_has(txt, "window 0 s");
     free(txt);
     /* comm hidden of a window over bucket 1 only: nothing hidden */
     rl_tui_model *m = rl_tui_model_new(t);
