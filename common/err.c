@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "internal.h"
 #include "mem.h"
@@ -71,7 +72,21 @@ static void check_stdout(int status, void *arg)
     }
 }
 
-void rl_check_stdout_at_exit(void)
+void rl_program_start(void)
 {
+    struct rlimit r; /* the main thread's stack grows up to the soft limit in force when it grows */
+    const rlim_t want = (rlim_t)8 << 20, least = (rlim_t)1 << 20;
+    if (getrlimit(RLIMIT_STACK, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
+        rlim_t can = r.rlim_max == RLIM_INFINITY || r.rlim_max > want ? want : r.rlim_max;
+        if (can > r.rlim_cur) {
+            r.rlim_cur = can;
+            setrlimit(RLIMIT_STACK, &r);
+        }
+        if (can < least) {
+            fprintf(stderr, "ringlab: the stack limit (ulimit -s %llu KiB) is too small: it needs 1 MiB at least "
+                    "(ulimit -s 8192)\n", (unsigned long long)(can >> 10));
+            exit(1);
+        }
+    }
     on_exit(check_stdout, NULL);
 }

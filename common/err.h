@@ -30,9 +30,11 @@ const char *rl_last_error(const rl_ctx *ctx);
 void rl_clear_error(rl_ctx *ctx);
 /* A short name for a status code ("bad argument", "hang" ...). */
 const char *rl_status_name(int code);
-/* Makes a program's exit check that all it wrote to stdout got out: when a write failed (a full
- * disk, /dev/full) it prints "ringlab: cannot write the output: REASON" and exits 1 instead of
- * 0. (A closed pipe stops the program by SIGPIPE first, as for any filter.) Call once, in main. */
-void rl_check_stdout_at_exit(void);
+/* What every program does first: raises a small stack limit (ulimit -s) to 8 MiB where the
+ * hard limit allows, or says it is too small and exits 1; and makes the exit check that all it
+ * wrote to stdout got out: when a write failed (a full disk, /dev/full) it prints "ringlab:
+ * cannot write the output: REASON" and exits 1 instead of 0. (A closed pipe stops the program
+ * by SIGPIPE first, as for any filter.) Call once, at the start of main. */
+void rl_program_start(void);
 
 #endif

@@ -5,15 +5,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define FAIL(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* Reads a whole file into a NUL-terminated buffer (NULL on error, errno set). */
+/* Reads a whole regular file of at most 16 MiB into a NUL-terminated buffer (NULL on error,
+ * errno set). */
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;
+    struct stat st;
+    int bad = fstat(fileno(f), &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR
+                                   : !S_ISREG(st.st_mode) || st.st_size > (16 << 20) ? EFBIG : 0;
+    if (bad) {
+        fclose(f);
+        errno = bad;
+        return NULL;
+    }
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     size_t got;
@@ -122,6 +132,11 @@ int rl_hints_used_load(const char *path, rl_hints_used *u, char *err, size_t err
         if (errno == ENOENT)
             return 0;
         FAIL("%s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) { /* (/dev/zero never ends) */
+        fclose(f);
+        FAIL("%s: not a regular file of hints shown (at most 1 MiB)", path);
     }
     char line[256];
     int no = 0;

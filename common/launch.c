@@ -226,6 +226,19 @@ int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...)
     rl_rank_exit_aborted(ctx);
 }
 
+/* Starts a runtime thread with an 8 MiB stack of its own: the default follows ulimit -s, and
+ * under a small one (64 KiB) the ranks' kernels overflowed it (SIGSEGV, no message). */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr))
+        return pthread_create(t, NULL, fn, arg);
+    pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+    int e = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return e;
+}
+
 /* A world of n ranks; only_rank >= 0 (dist mode: one process per rank) makes only that
  * rank's context and comm worker, the others stay NULL. */
 static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
@@ -263,7 +276,7 @@ static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
         c->done_work.ctx = c;
         c->world_comm = rl_comm_attach(c, g, r);
         w->ctxs[r] = c;
-        c->worker_started = pthread_create(&c->worker, NULL, rl_comm_worker, c) == 0;
+        c->worker_started = start_thread(&c->worker, rl_comm_worker, c) == 0;
     }
     return w;
 }
@@ -695,7 +708,7 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         if (!w->ctxs[r])
             continue; /* dist mode: another process runs it */
         w->ctxs[r]->is_rank_thread = 1;
-        int e = pthread_create(&run->threads[r], NULL, rank_main, w->ctxs[r]);
+        int e = start_thread(&run->threads[r], rank_main, w->ctxs[r]);
         if (e) {
             char msg[256];
             snprintf(msg, sizeof msg, "out of memory: could not start rank %d's thread (%s): use fewer --ranks or "
@@ -708,7 +721,7 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
             run->threads[r] = 0;
         }
     }
-    int e = pthread_create(&run->supervisor, NULL, supervisor_main, run);
+    int e = start_thread(&run->supervisor, supervisor_main, run);
     if (e) { /* no thread left for it: the ranks stop, and rl_run_finish supervises them itself */
         char msg[256];
         snprintf(msg, sizeof msg, "out of memory: could not start the run's supervisor thread (%s): use fewer "

@@ -93,8 +93,10 @@ int rl_trace_add(rl_trace *t, const rl_trace_event *e)
     return rl_trace_take(t, &d);
 }
 
+RL_API_WATCHED
 int rl_trace_take(rl_trace *t, rl_trace_event *e)
 {
+    RL_API_ENTRY();
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         rl_trace_event *ev = realloc(t->ev, cap * sizeof *ev);

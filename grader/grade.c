@@ -1,6 +1,7 @@
 /* grade.c — the grader runner: per test a sandboxed child that runs the code under test and
  * writes a record, then a judge that checks it (grade.h), each under the test's time limit;
  * a line per test, subtotals per step, `Score: X/Y`, Gradescope JSON; answers-file checks. */
+#include "err.h"
 #include "grade.h"
 #include "hints.h"
 #include <ctype.h>
@@ -1110,6 +1111,7 @@ static void print_interview(const rl_grade_lab *lab, FILE *out);
 
 int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
 {
+    rl_program_start();
     learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
     const char *steps[32];
     int nsteps = 0, list = 0, verbose = 0, have_seed = 0;

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    rl_check_stdout_at_exit();
+    rl_program_start();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -422,6 +422,28 @@ START_TEST(test_cli_address_space_limit)
 }
 END_TEST
 
+/* A small stack limit: a soft one is raised and the run goes on; a hard one too small to
+ * raise ends with the limit and the fix, never a segmentation fault. */
+START_TEST(test_cli_stack_limit)
+{
+    static const struct { const char *limit, *prog; int rc; const char *want; } cases[] = {
+        { "ulimit -Ss 64", "ringlab train --ranks 2 --steps 2", 0, "" },
+        { "ulimit -Ss 64", "solutions/28_ddp/run", 0, "" },
+        { "ulimit -Ss 200", "solutions/31_3d_moe_debug/grade --step 31.1", 0, "" },
+        { "ulimit -s 64", "ringlab train --ranks 2 --steps 2", 1, "ulimit -s 64 KiB) is too small" },
+        { "ulimit -s 64", "solutions/29_zero_fsdp/grade", 1, "(ulimit -s 8192)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[512], *o;
+        snprintf(cmd, sizeof cmd, "%s && timeout 120 %s/%s 2>&1", cases[i].limit, rl_test_build(), cases[i].prog);
+        int rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == cases[i].rc && strstr(o, cases[i].want) && !crash_text(o),
+                      "`%s`: exit %d; expected %d and \"%s\":\n%.1500s", cmd, rc, cases[i].rc, cases[i].want, o);
+        free(o);
+    }
+}
+END_TEST
+
 /* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
 START_TEST(test_cli_make_variables)
 {
@@ -456,6 +478,7 @@ Suite *cli_suite(void)
     if (!rl_test_quick()) { /* make runs the normal build's binaries; ASan's shadow needs the address space */
         tcase_add_test(tc, test_cli_make_variables);
         tcase_add_test(tc, test_cli_address_space_limit);
+        tcase_add_test(tc, test_cli_stack_limit);
     }
     suite_add_tcase(s, tc);
     return s;

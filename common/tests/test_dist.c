@@ -61,9 +61,9 @@ START_TEST(test_decide_table)
         { SIM, 0, 0, 1, 1, 2, 1, 0, 1, 1, RL_ERR_ARG, 0, 0, "process 1 of 2, but --backend sim",
           "start one process with --ranks 2, or use --backend cuda on GPUs" },
         { AUTO, 0, 0, 1, 0, 4, 0, 0, 1, 1, RL_ERR_ARG, 0, 0, "--backend auto found no GPU", "--ranks 4" },
-        /* sim and WORLD_SIZE=1, or unreadable variables: ignored */
+        /* sim and WORLD_SIZE=1: ignored; unreadable variables: refused, not guessed at */
         { SIM, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, "", "" },
-        { SIM, 0, 0, -1, 0, 0, 0, 0, 1, 1, 0, 0, 0, "", "" },
+        { SIM, 0, 0, -1, 0, 0, 0, 0, 1, 1, RL_ERR_ARG, 0, 0, "WORLD_SIZE is not set", "unset RANK and WORLD_SIZE" },
         { SIM, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, "", "" },
         /* cuda under a launcher: this process runs one rank */
         { CUDA, 1, 2, 1, 1, 2, 1, 0, 1, 1, 0, 1, 0, "", "" },

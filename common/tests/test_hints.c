@@ -183,6 +183,18 @@ START_TEST(test_hints_file_errors)
     rl_hints h;
     ck_assert_int_eq(rl_hints_load("/nonexistent/hints.md", &h, err, sizeof err), -1);
     rl_hints_free(&h);
+    /* files that never end, or are not files: refused at once, never read forever */
+    static const char *const odd[] = { "/dev/zero", "/dev/full", "/tmp" };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        rl_hints_used u;
+        ck_assert_int_eq(rl_hints_used_load(odd[i], &u, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, odd[i]), "%s: %s", odd[i], err);
+        ck_assert_int_eq(rl_hints_load(odd[i], &h, err, sizeof err), -1);
+        rl_hints_free(&h);
+        char out[4096];
+        ck_assert_int_eq(hint(odd[i], "28.1", out, sizeof out), 2);
+        ck_assert_msg(strstr(out, odd[i]), "hint --used %s:\n%s", odd[i], out);
+    }
     unlink(path);
 }
 END_TEST

@@ -152,7 +152,7 @@ static void summary(const ddp_run_config *cfg, const ddp_run_stats *s, const ddp
 
 int main(int argc, char **argv)
 {
-    rl_check_stdout_at_exit();
+    rl_program_start();
     ddp_run_config cfg = ddp_run_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {

@@ -165,7 +165,7 @@ static void summary(const zero_run_config *cfg, const zero_run_stats *s, const z
 
 int main(int argc, char **argv)
 {
-    rl_check_stdout_at_exit();
+    rl_program_start();
     zero_run_config cfg = zero_run_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {

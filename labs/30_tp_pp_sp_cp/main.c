@@ -42,7 +42,7 @@ static const rl_optnum_decl nums[] = {
 
 int main(int argc, char **argv)
 {
-    rl_check_stdout_at_exit();
+    rl_program_start();
     mp_config cfg = mp_config_default();
     char err[256];
     if (rl_opts_parse(&cfg.opts, &argc, argv, err, sizeof err)) {

@@ -381,7 +381,7 @@ static const rl_optnum_decl nums[] = {
 
 int main(int argc, char **argv)
 {
-    rl_check_stdout_at_exit();
+    rl_program_start();
     args a;
     memset(&a, 0, sizeof a);
     char err[256];
