@@ -195,6 +195,12 @@ int rl_calc_activation(const rl_calc_act_in *in, rl_calc_act_out *out, char *err
         return fail(err, errlen, "the number of layers L must be >= 1, got %d", in->layers);
     if (in->recompute < RL_CALC_RECOMPUTE_NONE || in->recompute > RL_CALC_RECOMPUTE_FULL)
         return fail(err, errlen, "unknown recompute mode %d: use none, selective or full", (int)in->recompute);
+    if (fmod(in->h, in->a) != 0)
+        return fail(err, errlen, "the heads a = %.0f do not divide the hidden size h = %.0f: each head has h/a "
+                    "dimensions", in->a, in->h);
+    if (fmod(in->a, t) != 0)
+        return fail(err, errlen, "the TP size t = %d does not divide the heads a = %.0f: TP gives each rank a/t whole "
+                    "heads", t, in->a);
     double s = in->s, b = in->b, h = in->h, a = in->a;
     double attn = 5 * a * s / (h * t); /* the attention scores, softmax and dropout: 5as/(ht) */
     int sp = in->sp && t > 1;
@@ -307,6 +313,9 @@ int rl_calc_flops(const rl_calc_flops_in *in, rl_calc_flops_out *out, char *err,
     if (in->layers) {
         if (in->layers < 0 || in->heads < 1 || !positive(in->hidden) || !positive(in->seq))
             return fail(err, errlen, "the attention term needs --layers, --hidden, --heads and --seq, all > 0");
+        if (fmod(in->hidden, in->heads) != 0)
+            return fail(err, errlen, "the heads H = %d do not divide the hidden size h = %.0f: h = H·Q with Q the "
+                        "head dimension", in->heads, in->hidden);
         out->head_dim = in->hidden / in->heads;
         out->per_token_attn = 12.0 * in->layers * in->heads * out->head_dim * in->seq;
     }

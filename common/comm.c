@@ -73,23 +73,23 @@ RL_API_WATCHED
 rl_commgroup *rl_commgroup_new(rl_world *w, const char *name, const int *granks, int n)
 {
     RL_API_ENTRY();
-    rl_commgroup *g = calloc(1, sizeof *g);
+    rl_commgroup *g = rl_xcalloc(1, sizeof *g, "a communicator group");
     g->n = n;
     snprintf(g->name, sizeof g->name, "%s", name);
-    g->granks = malloc((size_t)n * sizeof *g->granks);
+    g->granks = rl_xcalloc((size_t)n, sizeof *g->granks, "a communicator's rank table");
     memcpy(g->granks, granks, (size_t)n * sizeof *g->granks);
     g->link = rl_hw_group_link(w->hw, granks, n);
     g->algo = RL_ALGO_RING;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     for (int s = 0; s < RL_NSLOTS; s++) {
-        g->slots[s].posted = calloc((size_t)n, sizeof(rl_op_desc *));
-        g->slots[s].ready = calloc((size_t)n, sizeof(double));
-        g->slots[s].split_group = calloc((size_t)n, sizeof(rl_commgroup *));
-        g->slots[s].split_rank = calloc((size_t)n, sizeof(int));
+        g->slots[s].posted = rl_xcalloc((size_t)n, sizeof(rl_op_desc *), "a communicator's slots");
+        g->slots[s].ready = rl_xcalloc((size_t)n, sizeof(double), "a communicator's slots");
+        g->slots[s].split_group = rl_xcalloc((size_t)n, sizeof(rl_commgroup *), "a communicator's slots");
+        g->slots[s].split_rank = rl_xcalloc((size_t)n, sizeof(int), "a communicator's slots");
     }
-    g->chan_head = calloc((size_t)n * n, sizeof(rl_msg *));
-    g->chan_tail = calloc((size_t)n * n, sizeof(rl_msg *));
+    g->chan_head = rl_xcalloc((size_t)n * n, sizeof(rl_msg *), "a communicator's channels");
+    g->chan_tail = rl_xcalloc((size_t)n * n, sizeof(rl_msg *), "a communicator's channels");
     g->world = w;
     pthread_mutex_lock(&w->mu);
     g->next_in_world = w->groups;
@@ -102,12 +102,12 @@ RL_API_WATCHED
 rl_comm *rl_comm_attach(rl_ctx *ctx, rl_commgroup *g, int rank)
 {
     RL_API_ENTRY();
-    rl_comm *c = calloc(1, sizeof *c);
+    rl_comm *c = rl_xcalloc(1, sizeof *c, "a communicator");
     c->ctx = ctx;
     c->g = g;
     c->rank = rank;
-    c->p2p_send_seq = calloc((size_t)g->n, sizeof(int64_t));
-    c->p2p_recv_seq = calloc((size_t)g->n, sizeof(int64_t));
+    c->p2p_send_seq = rl_xcalloc((size_t)g->n, sizeof(int64_t), "a communicator's p2p counters");
+    c->p2p_recv_seq = rl_xcalloc((size_t)g->n, sizeof(int64_t), "a communicator's p2p counters");
     c->next_in_ctx = ctx->comms;
     ctx->comms = c;
     return c;
@@ -151,7 +151,7 @@ static int world_aborted(rl_ctx *ctx) { return ctx->world->aborted; }
 
 static rl_work *work_new(rl_ctx *ctx)
 {
-    rl_work *w = calloc(1, sizeof *w);
+    rl_work *w = rl_xcalloc(1, sizeof *w, "a work handle");
     w->ctx = ctx;
     w->vend = -1;
     memcpy(w->tags, ctx->tags, sizeof w->tags);
@@ -169,7 +169,7 @@ static void work_add_op(rl_work *w, const rl_op_desc *d)
 {
     if (w->nops == w->capops) {
         w->capops = w->capops ? w->capops * 2 : 4;
-        w->ops = realloc(w->ops, (size_t)w->capops * sizeof *w->ops);
+        w->ops = rl_xrealloc(w->ops, (size_t)w->capops * sizeof *w->ops, "a work handle's ops");
     }
     w->ops[w->nops++] = *d;
 }
@@ -678,7 +678,7 @@ rl_work *rl_all_to_allv(rl_comm *comm, const rl_tensor *send, const int64_t *sen
     }
     rl_op_desc d;
     base_desc(&d, RL_COLL_ALL_TO_ALLV, send, recv);
-    d.counts = malloc(4 * (size_t)n * sizeof(int64_t));
+    d.counts = rl_xcalloc(4 * (size_t)n, sizeof(int64_t), "an all-to-all's counts");
     memcpy(d.counts, send_counts, (size_t)n * sizeof(int64_t));
     memcpy(d.counts + n, send_displs, (size_t)n * sizeof(int64_t));
     memcpy(d.counts + 2 * n, recv_counts, (size_t)n * sizeof(int64_t));
@@ -942,7 +942,7 @@ int rl_split_members(int n, const int *colors, const int *keys, int me, int *mem
     *new_rank = -1;
     if (colors[me] == RL_COLOR_NONE)
         return 0;
-    int64_t (*sorted)[2] = malloc((size_t)n * sizeof *sorted); /* {key, parent rank} */
+    int64_t (*sorted)[2] = rl_xcalloc((size_t)n, sizeof *sorted, "comm_split's members"); /* {key, parent rank} */
     int m = 0;
     for (int q = 0; q < n; q++)
         if (colors[q] == colors[me]) {
@@ -964,8 +964,8 @@ int rl_split_members(int n, const int *colors, const int *keys, int me, int *mem
 static void make_split_groups(rl_commgroup *g, rl_slot *s)
 {
     int n = g->n;
-    int *colors = malloc((size_t)n * sizeof *colors), *keys = malloc((size_t)n * sizeof *keys);
-    int *members = malloc((size_t)n * sizeof *members), *granks = malloc((size_t)n * sizeof *granks);
+    int *colors = rl_xcalloc((size_t)n, sizeof *colors, "comm_split"), *keys = rl_xcalloc((size_t)n, sizeof *keys, "comm_split");
+    int *members = rl_xcalloc((size_t)n, sizeof *members, "comm_split"), *granks = rl_xcalloc((size_t)n, sizeof *granks, "comm_split");
     for (int r = 0; r < n; r++) {
         s->split_group[r] = NULL;
         colors[r] = s->posted[r]->color;
@@ -1131,7 +1131,7 @@ static int run_collective(rl_ctx *ctx, rl_op_desc *d, double ready, double *vsta
     pthread_mutex_unlock(&g->mu);
 
     /* phase A: reads of every rank's send buffer into the scratch */
-    const void *srcs[64], **src = n <= 64 ? srcs : malloc((size_t)n * sizeof *src);
+    const void *srcs[64], **src = n <= 64 ? srcs : rl_xcalloc((size_t)n, sizeof *src, "a reduction's sources");
     for (int r = 0; r < n; r++)
         src[r] = s->posted[r]->send;
     char *scr = s->scratch;

@@ -72,6 +72,29 @@ static void check_stdout(int status, void *arg)
     }
 }
 
+void rl_out_of_memory_exit(size_t bytes, const char *what)
+{
+    fprintf(stderr, "ringlab: out of memory: needed %zu bytes for %s (free some memory, or raise ulimit -v)\n",
+            bytes, what);
+    exit(1); /* RL_EXIT_FAIL */
+}
+
+void *rl_xcalloc(size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        rl_out_of_memory_exit(n * size, what);
+    return p;
+}
+
+void *rl_xrealloc(void *p, size_t bytes, const char *what)
+{
+    void *q = realloc(p, bytes ? bytes : 1);
+    if (!q)
+        rl_out_of_memory_exit(bytes, what);
+    return q;
+}
+
 void rl_program_start(void)
 {
     struct rlimit r; /* the main thread's stack grows up to the soft limit in force when it grows */

@@ -4,6 +4,8 @@
 #ifndef RL_ERR_H
 #define RL_ERR_H
 
+#include <stddef.h>
+
 typedef struct rl_ctx rl_ctx;
 
 typedef enum {
@@ -24,6 +26,15 @@ int rl_error(rl_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(
  * world with "rank R: out of memory: ..." and ends the thread (the others would wait for it);
  * elsewhere it returns RL_ERR_NOMEM. */
 int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The runtime's own bookkeeping (communicator tables, work items, split members): allocates
+ * n × size zeroed bytes, or, when even that fails, prints "ringlab: out of memory: needed N
+ * bytes for WHAT" and ends the process with status 1 — a run that cannot keep its own books
+ * cannot go on, and must not crash or hang. Tensors and buffers use rl_rank_out_of_memory. */
+void *rl_xcalloc(size_t n, size_t size, const char *what);
+/* rl_xcalloc's realloc: the same message and exit when it fails. */
+void *rl_xrealloc(void *p, size_t bytes, const char *what);
+/* rl_xcalloc's failure: the message, then exit status 1. */
+void rl_out_of_memory_exit(size_t bytes, const char *what) __attribute__((noreturn));
 /* The last error message recorded on this rank ("" if none). */
 const char *rl_last_error(const rl_ctx *ctx);
 /* Clears the last error message of this rank. */

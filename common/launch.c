@@ -243,18 +243,18 @@ static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
  * rank's context and comm worker, the others stay NULL. */
 static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
 {
-    rl_world *w = calloc(1, sizeof *w);
+    rl_world *w = rl_xcalloc(1, sizeof *w, "the world");
     w->n = n;
     w->opts = *opts;
     w->opts.ranks = n;
     w->dist = only_rank >= 0;
     w->dist_rank = only_rank >= 0 ? only_rank : 0;
     w->hw = opts->hw ? opts->hw : rl_hw_default();
-    w->ctxs = calloc((size_t)w->n, sizeof *w->ctxs);
+    w->ctxs = rl_xcalloc((size_t)w->n, sizeof *w->ctxs, "the ranks' contexts");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     w->t0 = rl_mono_now();
-    int *granks = malloc((size_t)w->n * sizeof *granks);
+    int *granks = rl_xcalloc((size_t)w->n, sizeof *granks, "the world's ranks");
     for (int r = 0; r < w->n; r++)
         granks[r] = r;
     rl_commgroup *g = rl_commgroup_new(w, "world", granks, w->n);
@@ -262,10 +262,11 @@ static rl_world *world_create(const rl_opts *opts, int n, int only_rank)
     for (int r = 0; r < w->n; r++) {
         if (w->dist && r != only_rank)
             continue;
-        rl_ctx *c = calloc(1, sizeof *c);
+        rl_ctx *c = rl_xcalloc(1, sizeof *c, "a rank's context");
         c->rank = r;
         c->world = w;
-        c->trace = rl_trace_new(w->n);
+        if (!(c->trace = rl_trace_new(w->n)))
+            rl_out_of_memory_exit(sizeof(rl_trace), "a rank's trace");
         pthread_mutex_init(&c->trace_mu, NULL);
         pthread_mutex_init(&c->qmu, NULL);
         pthread_cond_init(&c->qcv, NULL);
@@ -362,10 +363,13 @@ static void *rank_main(void *arg)
 {
     rl_ctx *ctx = arg;
     ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
-    if (ctx->status == RL_ERR_NOMEM) { /* the others would wait for it until the watchdog: stop them now */
+    if (ctx->status && ctx->status != RL_ERR_ABORTED) {
+        /* the others would wait for it in their next collective until the watchdog: stop them
+         * now, as torchrun stops a job when one of its workers fails */
         char msg[sizeof ctx->err + 64];
-        snprintf(msg, sizeof msg, "rank %d failed (out of memory)%s%s", ctx->rank, ctx->err[0] ? ": " : "", ctx->err);
-        rl_world_abort(ctx->world, RL_ERR_NOMEM, msg);
+        snprintf(msg, sizeof msg, "rank %d failed (%s)%s%s", ctx->rank, rl_status_name(ctx->status),
+                 ctx->err[0] ? ": " : "", ctx->err[0] ? ctx->err : ", with no message");
+        rl_world_abort(ctx->world, ctx->status, msg);
     }
     rl_backend_timeline_resolve(ctx); /* GPU backend hook (issue 6): measured times into the trace */
     rank_finished(ctx);
@@ -698,12 +702,12 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
             rl_world_destroy(w);
             return NULL;
         }
-    rl_run *run = calloc(1, sizeof *run);
+    rl_run *run = rl_xcalloc(1, sizeof *run, "the run");
     run->w = w;
     pthread_mutex_init(&run->mu, NULL);
     w->fn = fn;
     w->fn_arg = arg;
-    run->threads = calloc((size_t)w->n, sizeof *run->threads);
+    run->threads = rl_xcalloc((size_t)w->n, sizeof *run->threads, "the ranks' threads");
     for (int r = 0; r < w->n; r++) {
         if (!w->ctxs[r])
             continue; /* dist mode: another process runs it */

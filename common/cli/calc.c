@@ -44,6 +44,26 @@ static void topic_usage(const topic *tp, FILE *f, int full)
         fprintf(f, "\n%s\n%s", tp->summary, tp->details);
 }
 
+static void opt_range(const opt *op, double *min, double *max);
+
+/* The topic's options, one a line, with what each means and the values it takes. */
+static void options_help(const opt *o, int n)
+{
+    printf("\noptions:\n");
+    for (int i = 0; i < n; i++) {
+        double min, max;
+        opt_range(&o[i], &min, &max);
+        char range[96] = "";
+        if (o[i].kind == O_INT || o[i].kind == O_COUNT || o[i].kind == O_BYTES)
+            snprintf(range, sizeof range, "; a whole number%s from %g to %g", o[i].kind == O_BYTES ? " of bytes" : "",
+                     min, max);
+        else if (o[i].kind == O_NUM)
+            snprintf(range, sizeof range, "; from %g to %g", min, max);
+        printf("  %-14s %s%s%s\n", o[i].name, o[i].what, range, o[i].required ? " (required)" : "");
+    }
+    printf("  %-14s one JSON object instead of text\n", "--json");
+}
+
 static int usage_error(const topic *tp, const char *fmt, const char *a, const char *b)
 {
     fprintf(stderr, "ringlab calc %s: ", tp->name);
@@ -71,14 +91,14 @@ static const rl_hw *hw_opt(const topic *tp, opt *o, int *rc)
     return hw;
 }
 
-/* An O_INT or O_NUM option's accepted range: its own, else a whole number from 1 to 1e9, or a
- * number from 0 to 1e18. */
+/* An option's accepted range: its own, else a whole number from 1 to 1e9 (O_INT), a count
+ * from 1 to 1e18, a whole number of bytes from 0 to 1e18, or a number from 0 to 1e18. */
 static void opt_range(const opt *op, double *min, double *max)
 {
     if (op->max > 0)
         *min = op->min, *max = op->max;
     else
-        *min = op->kind == O_INT ? 1 : 0, *max = op->kind == O_INT ? 1e9 : 1e18;
+        *min = op->kind == O_INT || op->kind == O_COUNT ? 1 : 0, *max = op->kind == O_INT ? 1e9 : 1e18;
 }
 
 /* The topic's options that take a number, for RL_OPTNUM_LIST_FLAG (counts and sizes as "size"). */
@@ -90,7 +110,8 @@ static void list_numeric(const opt *o, int n)
             opt_range(&o[i], &d.min, &d.max);
             rl_optnum_list(stdout, &d, 1);
         } else if (o[i].kind == O_COUNT || o[i].kind == O_BYTES) {
-            printf("%s 0 0 size\n", o[i].name);
+            opt_range(&o[i], &d.min, &d.max);
+            printf("%s %.17g %.17g size\n", o[i].name, d.min, d.max);
         }
     }
 }
@@ -108,6 +129,7 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             topic_usage(tp, stdout, 1);
+            options_help(o, n);
             return OPTS_HELP;
         }
         if (strcmp(a, "--json") == 0) {
@@ -161,6 +183,16 @@ static int parse_opts(const topic *tp, opt *o, int n, int argc, char **argv, int
             char msg[160];
             snprintf(msg, sizeof msg, "bad value '%%s' for %%s: expected %s", hint);
             return usage_error(tp, msg, val, name);
+        }
+        if (op->kind == O_COUNT || op->kind == O_BYTES) { /* whole things, in the option's range */
+            double min, max;
+            opt_range(op, &min, &max);
+            if (v != floor(v) || v < min || v > max) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "%%s: '%%s' is %.6g, not a whole number%s from %g to %g", v,
+                         op->kind == O_BYTES ? " of bytes" : "", min, max);
+                return usage_error(tp, msg, name, val);
+            }
         }
         op->num = v;
         op->str = val;
@@ -218,8 +250,35 @@ static const char *hcount(char *buf, size_t n, double c)
     return buf;
 }
 
+/* The first key under j whose value is null (JR's mark for a number that is not finite), or
+ * NULL. */
+static const char *null_key(json_t *j)
+{
+    const char *key, *sub;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j)) {
+        json_object_foreach(j, key, v)
+            if (json_is_null(v) || (sub = null_key(v)))
+                return json_is_null(v) ? key : sub;
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v)
+            if ((sub = null_key(v)))
+                return sub;
+    }
+    return NULL;
+}
+
+/* Prints j and frees it; refuses, naming the key, when a number in it is not finite. */
 static int emit_json(json_t *j)
 {
+    const char *bad = null_key(j);
+    if (bad) {
+        fprintf(stderr, "ringlab calc: '%s' is not a finite number with these inputs (too large, or a division by "
+                "zero): check the inputs\n", bad);
+        json_decref(j);
+        return RL_EXIT_FAIL;
+    }
     char *s = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (!s)
@@ -229,7 +288,7 @@ static int emit_json(json_t *j)
     return 0;
 }
 
-#define JR(obj, key, v) json_object_set_new((obj), (key), json_real((double)(v)))
+#define JR(obj, key, v) json_object_set_new((obj), (key), isfinite((double)(v)) ? json_real((double)(v)) : json_null())
 #define JI(obj, key, v) json_object_set_new((obj), (key), json_integer((json_int_t)(v)))
 #define JS(obj, key, v) json_object_set_new((obj), (key), json_string(v))
 
@@ -246,11 +305,11 @@ static json_t *json_topic(const char *topic, json_t **inputs)
 static int run_zero(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "the parameter count Ψ, e.g. 7.5B", 0, 0, 0, 0, 0 },
+        { "--params", O_COUNT, 1, "the parameter count Ψ, e.g. 7.5B", 0, 0, 0, 1, 1e15 },
         { "--dp", O_INT, 1, "the data-parallel degree Nd, e.g. 64", 0, 0, 0, 0, 0 },
-        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 0 },
+        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 1000 },
         { "--nodes-of", O_INT, 0, "hsdp group size G, default the largest divisor of Nd <= 8", 0, 0, 0, 0, 0 },
-        { "--comm-bytes", O_NUM, 0, "bytes per communicated element, default 2", 0, 0, 0, 0, 0 },
+        { "--comm-bytes", O_NUM, 0, "bytes per communicated element, default 2", 0, 0, 0, 0.5, 16 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -302,8 +361,11 @@ static int run_zero(const topic *tp, int argc, char **argv)
         printf("%-6s %20.0f %12.3f %12.3f   %16.6g %14.3f %10.3f\n", rl_calc_zero_name((rl_calc_zero_kind)i),
                r.bytes[i], r.bytes[i] / 1e9, r.bytes[i] / 1073741824.0, r.traffic_elems[i], r.traffic_bytes[i] / 1e9,
                r.traffic_bytes[i] / 1073741824.0);
-    printf("\nzero3 moves %.2fx the traffic of ddp; FSDP names: NO_SHARD = ddp, SHARD_GRAD_OP = zero2, "
-           "FULL_SHARD = zero3, HYBRID_SHARD = hsdp\n", r.traffic_elems[RL_CALC_ZERO3] / r.traffic_elems[RL_CALC_DDP]);
+    if (r.traffic_elems[RL_CALC_DDP] > 0)
+        printf("\nzero3 moves %.2fx the traffic of ddp;", r.traffic_elems[RL_CALC_ZERO3] / r.traffic_elems[RL_CALC_DDP]);
+    else
+        printf("\nwith Nd = 1 no rank sends anything;");
+    printf(" FSDP names: NO_SHARD = ddp, SHARD_GRAD_OP = zero2, FULL_SHARD = zero3, HYBRID_SHARD = hsdp\n");
     return 0;
 }
 
@@ -311,7 +373,7 @@ static int run_zero(const topic *tp, int argc, char **argv)
 static int run_coll(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--bytes", O_BYTES, 1, "the whole buffer S as in nccl-tests, e.g. 128M", 0, 0, 0, 0, 0 },
+        { "--bytes", O_BYTES, 1, "the whole buffer S as in nccl-tests, e.g. 128M", 0, 0, 0, 0, 1e15 },
         { "--ranks", O_INT, 1, "the number of ranks n, e.g. 8", 0, 0, 0, 0, 0 },
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
         { "--algo", O_STR, 0, "ring or tree", 0, 0, 0, 0, 0 },
@@ -378,12 +440,12 @@ static int run_coll(const topic *tp, int argc, char **argv)
 static int run_tp(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 0, 0 },
-        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 0, 0 },
-        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 1, 1e9 },
+        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 1, 1e9 },
+        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 1, 1e9 },
         { "--t", O_INT, 1, "TP size t", 0, 0, 0, 0, 0 },
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
-        { "--dtype-bytes", O_NUM, 0, "bytes per activation element, default 2 (bf16)", 0, 0, 0, 0, 0 },
+        { "--dtype-bytes", O_NUM, 0, "bytes per activation element, default 2 (bf16)", 0, 0, 0, 0.5, 16 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);
@@ -451,10 +513,10 @@ static int run_tp(const topic *tp, int argc, char **argv)
 static int run_activation(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 0, 0 },
-        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 0, 0 },
-        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
-        { "--a", O_COUNT, 1, "attention heads a", 0, 0, 0, 0, 0 },
+        { "--s", O_COUNT, 1, "sequence length s", 0, 0, 0, 1, 1e9 },
+        { "--b", O_COUNT, 1, "micro-batch size b", 0, 0, 0, 1, 1e9 },
+        { "--h", O_COUNT, 1, "hidden size h", 0, 0, 0, 1, 1e9 },
+        { "--a", O_COUNT, 1, "attention heads a", 0, 0, 0, 1, 1e9 },
         { "--t", O_INT, 0, "TP size t, default 1", 0, 0, 0, 0, 0 },
         { "--sp", O_FLAG, 0, "sequence parallelism", 0, 0, 0, 0, 0 },
         { "--recompute", O_STR, 0, "none, selective or full", 0, 0, 0, 0, 0 },
@@ -570,12 +632,12 @@ static int run_bubble(const topic *tp, int argc, char **argv)
 static int run_flops(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "parameters N, e.g. 70B", 0, 0, 0, 0, 0 },
-        { "--tokens", O_COUNT, 1, "training tokens D, e.g. 2T", 0, 0, 0, 0, 0 },
+        { "--params", O_COUNT, 1, "parameters N, e.g. 70B", 0, 0, 0, 1, 1e15 },
+        { "--tokens", O_COUNT, 1, "training tokens D, e.g. 2T", 0, 0, 0, 1, 1e18 },
         { "--layers", O_INT, 0, "layers L (attention term)", 0, 0, 0, 0, 0 },
-        { "--hidden", O_COUNT, 0, "hidden size h = H·Q", 0, 0, 0, 0, 0 },
+        { "--hidden", O_COUNT, 0, "hidden size h = H·Q", 0, 0, 0, 1, 1e9 },
         { "--heads", O_INT, 0, "attention heads H", 0, 0, 0, 0, 0 },
-        { "--seq", O_COUNT, 0, "sequence length T", 0, 0, 0, 0, 0 },
+        { "--seq", O_COUNT, 0, "sequence length T", 0, 0, 0, 1, 1e9 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -621,8 +683,8 @@ static int run_flops(const topic *tp, int argc, char **argv)
 static int run_mfu(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--flops", O_COUNT, 1, "model FLOPs done in --time, e.g. 4.2e15", 0, 0, 0, 0, 0 },
-        { "--time", O_NUM, 1, "seconds", 0, 0, 0, 0, 0 },
+        { "--flops", O_COUNT, 1, "model FLOPs done in --time, e.g. 4.2e15", 0, 0, 0, 1, 1e30 },
+        { "--time", O_NUM, 1, "seconds", 0, 0, 0, 1e-9, 1e9 },
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
         { "--gpus", O_INT, 0, "GPUs that did the work, default 1", 0, 0, 0, 0, 0 },
     };
@@ -662,12 +724,12 @@ static int run_mfu(const topic *tp, int argc, char **argv)
 static int run_moe(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--tokens", O_COUNT, 1, "tokens routed on one rank per step", 0, 0, 0, 0, 0 },
+        { "--tokens", O_COUNT, 1, "tokens routed on one rank per step", 0, 0, 0, 1, 1e12 },
         { "--experts", O_INT, 1, "experts E", 0, 0, 0, 0, 0 },
         { "--topk", O_INT, 1, "experts per token k", 0, 0, 0, 0, 0 },
-        { "--cf", O_NUM, 1, "capacity factor, e.g. 1.25", 0, 0, 0, 0, 0 },
-        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
-        { "--dtype-bytes", O_NUM, 0, "bytes per element, default 2 (bf16)", 0, 0, 0, 0, 0 },
+        { "--cf", O_NUM, 1, "capacity factor, e.g. 1.25", 0, 0, 0, 0, 1000 },
+        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 1, 1e9 },
+        { "--dtype-bytes", O_NUM, 0, "bytes per element, default 2 (bf16)", 0, 0, 0, 0.5, 16 },
     };
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, NULL);
     if (rc)
@@ -724,16 +786,16 @@ static void warn_names(int w, char *buf, size_t n)
 static int run_plan(const topic *tp, int argc, char **argv)
 {
     opt o[] = {
-        { "--params", O_COUNT, 1, "parameters Ψ, e.g. 70B", 0, 0, 0, 0, 0 },
+        { "--params", O_COUNT, 1, "parameters Ψ, e.g. 70B", 0, 0, 0, 1, 1e15 },
         { "--layers", O_INT, 1, "layers L", 0, 0, 0, 0, 0 },
-        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 0, 0 },
+        { "--hidden", O_COUNT, 1, "hidden size h", 0, 0, 0, 1, 1e9 },
         { "--heads", O_INT, 1, "attention heads a", 0, 0, 0, 0, 0 },
-        { "--seq", O_COUNT, 1, "sequence length S", 0, 0, 0, 0, 0 },
+        { "--seq", O_COUNT, 1, "sequence length S", 0, 0, 0, 1, 1e9 },
         { "--gbs", O_INT, 1, "global batch in sequences", 0, 0, 0, 0, 0 },
         { "--gpus", O_INT, 1, "GPUs G", 0, 0, 0, 0, 0 },
         { "--hw", O_STR, 0, "hardware profile, default h100-nvlink", 0, 0, 0, 0, 0 },
         { "--top", O_INT, 0, "rows to show, default 10 (0: all)", 0, 0, 0, 0, 100000 },
-        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 0 },
+        { "--k", O_NUM, 0, "optimizer bytes per parameter, default 12", 0, 0, 0, 0, 1000 },
     };
     const rl_hw *hw;
     int json, rc = parse_opts(tp, o, NOPT(o), argc, argv, &json, &hw);

@@ -2,12 +2,14 @@
  * is recomputed here from first principles (or taken from the published table it cites),
  * never from the implementation. */
 #include <check.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include "calc.h"
+#include "optnum.h"
 #include "testutil.h"
 
 #define GB 1e9
@@ -634,6 +636,15 @@ START_TEST(test_cli_errors)
         { "calc mfu --flops 1e15", "missing --time" },
         { "calc moe --tokens 4096 --experts 8 --topk 9 --cf 1.25 --hidden 4096", "top-k must be between 1 and E" },
         { "calc plan --params 70B --layers 80", "missing --hidden" },
+        { "calc zero --params 1.5 --dp 4", "--params: '1.5' is 1.5, not a whole number from 1" },
+        { "calc zero --params 7B --dp 4 --comm-bytes 0", "--comm-bytes: '0' is not a number from 0.5 to 16" },
+        { "calc tp --b 1.5 --s 4096 --h 8192 --t 8", "--b: '1.5' is 1.5, not a whole number" },
+        { "calc tp --b 2 --s 4096 --h 8192 --t 8 --dtype-bytes 0", "--dtype-bytes: '0' is not a number" },
+        { "calc allreduce --bytes 0.5 --ranks 8", "--bytes: '0.5' is 0.5, not a whole number of bytes" },
+        { "calc allreduce --bytes 1e30 --ranks 8", "not a whole number of bytes from 0 to 1e+15" },
+        { "calc activation --s 2048 --b 1 --h 4096 --a 30", "the heads a = 30 do not divide the hidden size" },
+        { "calc activation --s 2048 --b 1 --h 4096 --a 32 --t 3", "t = 3 does not divide the heads a = 32" },
+        { "calc flops --params 7B --tokens 1T --layers 32 --hidden 4096 --heads 30 --seq 2048", "H = 30 do not" },
         { "calc warp-drive", "unknown topic 'warp-drive'" },
         { "calc", "name a topic" },
     };
@@ -662,6 +673,58 @@ START_TEST(test_cli_errors)
 }
 END_TEST
 
+/* 1 when word appears in text with no letter on either side ("nan", not "Narayanan"). */
+static int has_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word))
+        if ((p == text || !isalpha((unsigned char)p[-1])) && !isalpha((unsigned char)p[n]))
+            return 1;
+    return 0;
+}
+
+/* Every topic with each of its numeric options at the ends of its declared range: a result in
+ * finite numbers, or a refusal with a message; never inf, nan or a key left out of the JSON. */
+START_TEST(test_calc_range_corners)
+{
+    static const char *const base[] = {
+        "zero --params 7B --dp 8", "allreduce --bytes 1M --ranks 8", "reduce_scatter --bytes 1M --ranks 8",
+        "all_gather --bytes 1M --ranks 8", "all_to_all --bytes 1M --ranks 8", "tp --b 1 --s 2048 --h 4096 --t 4",
+        "activation --s 2048 --b 1 --h 4096 --a 32", "bubble --pp 4 --mb 16", "flops --params 7B --tokens 1T",
+        "mfu --flops 1e15 --time 1", "moe --tokens 4096 --experts 8 --topk 2 --cf 1.25 --hidden 4096",
+        "plan --params 7B --layers 32 --hidden 4096 --heads 32 --seq 2048 --gbs 64 --gpus 8",
+    };
+    static char decls[8192], out[1 << 20];
+    int runs = 0, ok = 0;
+    for (size_t b = 0; b < sizeof base / sizeof base[0]; b++) {
+        char args[256];
+        snprintf(args, sizeof args, "calc %s %s", base[b], RL_OPTNUM_LIST_FLAG);
+        ck_assert_int_eq(calc_run(args, decls, sizeof decls), 0);
+        char *save = NULL;
+        for (char *d = strtok_r(decls, "\n", &save); d; d = strtok_r(NULL, "\n", &save)) {
+            char name[64], kind[16];
+            double lim[2];
+            ck_assert_int_eq(sscanf(d, "%63s %lf %lf %15s", name, &lim[0], &lim[1], kind), 4);
+            if (lim[1] <= 0)
+                continue;
+            for (int k = 0; k < 2; k++)
+                for (int json = 0; json < 2; json++) {
+                    snprintf(args, sizeof args, "calc %s %s %.17g%s", base[b], name, lim[k], json ? " --json" : "");
+                    int rc = calc_run(args, out, sizeof out);
+                    runs++;
+                    ck_assert_msg(rc == 0 || ((rc == 1 || rc == 2) && strstr(out, "ringlab calc")),
+                                  "ringlab %s: exit %d without a message:\n%.1500s", args, rc, out);
+                    ck_assert_msg(rc != 0 || (!has_word(out, "inf") && !has_word(out, "nan") && !has_word(out, "null")),
+                                  "ringlab %s printed a number that is not finite:\n%.3000s", args, out);
+                    ok += rc == 0;
+                }
+        }
+    }
+    ck_assert_int_ge(runs, 150);
+    ck_assert_int_ge(ok, runs / 2);
+}
+END_TEST
+
 Suite *calc_suite(void)
 {
     Suite *s = suite_create("calc");
@@ -677,6 +740,7 @@ Suite *calc_suite(void)
     tcase_add_test(f, test_plan);
     tcase_add_test(f, test_plan_ties);
     tcase_add_test(f, test_parse_sizes);
+    tcase_add_test(f, test_calc_range_corners);
     suite_add_tcase(s, f);
     TCase *acc = tcase_create("published-tables");
     tcase_add_test(acc, test_zero_paper_table_json);

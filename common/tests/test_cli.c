@@ -140,6 +140,11 @@ static int bad_values(const char *kind, double min, double max, char vals[][48],
         ADD("%.17g", max + fmax(1, fabs(max)));
         if (whole && min + 0.5 < max)
             ADD("%.17g", floor(min) + 0.5);
+    } else if (max > 0) { /* a count or a byte size with a declared range: whole, inside it */
+        ADD("%.17g", max * 2);
+        ADD("%.17g", floor(min) + 0.5);
+        if (min >= 1)
+            ADD("%.17g", min - 1);
     }
 #undef ADD
     return n;
@@ -399,7 +404,7 @@ END_TEST
 START_TEST(test_cli_address_space_limit)
 {
     static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
-    static const int limits_kb[] = { 300000, 550000, 700000, 850000, 1000000, 1150000 };
+    static const int limits_kb[] = { 300000, 500000, 550000, 600000, 650000, 700000, 850000, 1000000, 1150000 };
     int later = 0; /* refusals after the launch: a tensor, the model, a GEMM buffer */
     for (size_t i = 0; i < 4; i++) {
         for (size_t k = 0; k < sizeof limits_kb / sizeof limits_kb[0]; k++) {

@@ -91,7 +91,7 @@ static int build_units(zero_engine *e)
     e->grad_view = calloc((size_t)m->nparams + 1, sizeof *e->grad_view);
     if (!e->units || !e->unit_of_model_unit || !e->unit_of_param || !e->offset_in_unit || !e->value_view ||
         !e->grad_view)
-        return RL_ERR_NOMEM;
+        return rl_rank_out_of_memory(e->ctx, "needed the tables of %d parameters for the engine's units", m->nparams);
     e->nunits = nu;
     int next_param = 0;
     for (int u = 0; u < nu; u++) {
@@ -137,7 +137,8 @@ static int place_params(zero_engine *e)
         zero_unit *U = &e->units[u];
         float *flat = calloc((size_t)U->padded + 1, sizeof *flat);
         if (!flat)
-            return RL_ERR_NOMEM;
+            return rl_rank_out_of_memory(e->ctx, "needed %zu bytes for unit %d's fp32 staging copy",
+                                         ((size_t)U->padded + 1) * sizeof *flat, u);
         for (int i = U->first_param; i < U->first_param + U->nparams && !rc; i++)
             rc = rl_tensor_to_f32(m->params[i].own_value, flat + e->offset_in_unit[i], m->params[i].numel);
         const float *mine = flat + (int64_t)e->rank * U->shard;
@@ -187,7 +188,7 @@ zero_engine *zero_engine_new(rl_model *m, rl_comm *world, const zero_config *cfg
                         "(model.param_dtype = model.grad_dtype = RL_BF16)"), NULL;
     zero_engine *e = calloc(1, sizeof *e);
     if (!e)
-        return NULL;
+        return rl_rank_out_of_memory(ctx, "needed %zu bytes for the engine", sizeof *e), NULL;
     e->ctx = ctx;
     e->model = m;
     e->cfg = *cfg;
