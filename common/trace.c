@@ -345,37 +345,10 @@ static json_t *meta_event(const char *what, int pid, int tid, const char *name)
     return o;
 }
 
-RL_API_WATCHED
-int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen)
+/* The "ringlab" object: ranks, profile, peaks, mesh and meta. */
+static json_t *ringlab_json(const rl_trace *t)
 {
-    RL_API_ENTRY();
-    json_t *root = json_object(), *evs = json_array(), *rl = json_object();
-    json_object_set_new(root, "ringlab", rl); /* first: a streaming reader knows the ranks before the events */
-    char buf[32];
-    for (int r = 0; r < t->nranks; r++) {
-        snprintf(buf, sizeof buf, "rank %d", r);
-        json_array_append_new(evs, meta_event("process_name", r, -1, buf));
-        json_array_append_new(evs, meta_event("thread_name", r, 0, "compute"));
-        json_array_append_new(evs, meta_event("thread_name", r, 1, "comm"));
-    }
-    for (size_t i = 0; i < t->n; i++)
-        json_array_append_new(evs, event_json(&t->ev[i], with_wall));
-    for (size_t i = 0; i < t->nmem; i++) {
-        const rl_mem_sample *m = &t->mem[i];
-        json_t *args = json_object();
-        for (int c = 0; c < RL_MEM_NCAT; c++)
-            json_object_set_new(args, rl_mem_cat_name(c), json_integer(m->current[c]));
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string("memory"));
-        json_object_set_new(o, "ph", json_string("C"));
-        json_object_set_new(o, "pid", json_integer(m->rank));
-        json_object_set_new(o, "ts", json_real(us(m->vtime)));
-        json_object_set_new(o, "args", args);
-        json_array_append_new(evs, o);
-    }
-    json_object_set_new(root, "traceEvents", evs);
-    json_object_set_new(root, "displayTimeUnit", json_string("ns"));
-
+    json_t *rl = json_object();
     json_object_set_new(rl, "version", json_integer(1));
     json_object_set_new(rl, "ranks", json_integer(t->nranks));
     json_object_set_new(rl, "hw", json_string(t->hw));
@@ -399,11 +372,66 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
     for (int i = 0; i < t->nmeta; i++)
         json_object_set_new(meta, t->meta_keys[i], json_string(t->meta_vals[i]));
     json_object_set_new(rl, "meta", meta);
+    return rl;
+}
 
-    int rc = json_dump_file(root, path, JSON_INDENT(0) | JSON_COMPACT | JSON_REAL_PRECISION(15));
-    json_decref(root);
-    if (rc != 0) {
+/* Writes one event object after a comma (none before the first) and frees it. */
+static int put_event(FILE *f, json_t *o, size_t *count)
+{
+    int bad = (*count)++ && fputc(',', f) == EOF;
+    bad |= !o || json_dumpf(o, f, JSON_INDENT(0) | JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0;
+    json_decref(o);
+    return bad;
+}
+
+RL_API_WATCHED
+int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char *err, int errlen)
+{
+    RL_API_ENTRY();
+    /* streamed an event at a time ("ringlab" first: a streaming reader knows the ranks before the
+     * events); the whole document as one tree took about 3 KB per event */
+    FILE *f = fopen(path, "w");
+    if (!f) {
         snprintf(err, (size_t)errlen, "cannot write trace '%s': %s", path, strerror(errno));
+        return RL_ERR_IO;
+    }
+    errno = 0;
+    json_t *rl = ringlab_json(t);
+    int bad = fputs("{\"ringlab\":", f) == EOF || json_dumpf(rl, f, JSON_INDENT(0) | JSON_COMPACT |
+                                                                      JSON_REAL_PRECISION(15)) != 0;
+    json_decref(rl);
+    bad |= fputs(",\"traceEvents\":[", f) == EOF;
+    size_t count = 0;
+    char buf[32];
+    for (int r = 0; r < t->nranks && !bad; r++) {
+        snprintf(buf, sizeof buf, "rank %d", r);
+        bad |= put_event(f, meta_event("process_name", r, -1, buf), &count);
+        bad |= put_event(f, meta_event("thread_name", r, 0, "compute"), &count);
+        bad |= put_event(f, meta_event("thread_name", r, 1, "comm"), &count);
+    }
+    for (size_t i = 0; i < t->n && !bad; i++)
+        bad |= put_event(f, event_json(&t->ev[i], with_wall), &count);
+    for (size_t i = 0; i < t->nmem && !bad; i++) {
+        const rl_mem_sample *m = &t->mem[i];
+        json_t *args = json_object();
+        for (int c = 0; c < RL_MEM_NCAT; c++)
+            json_object_set_new(args, rl_mem_cat_name(c), json_integer(m->current[c]));
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string("memory"));
+        json_object_set_new(o, "ph", json_string("C"));
+        json_object_set_new(o, "pid", json_integer(m->rank));
+        json_object_set_new(o, "ts", json_real(us(m->vtime)));
+        json_object_set_new(o, "args", args);
+        bad |= put_event(f, o, &count);
+    }
+    bad |= fputs("],\"displayTimeUnit\":\"ns\"}", f) == EOF;
+    int e = bad ? (errno ? errno : EIO) : 0;
+    if (ferror(f) && !e)
+        e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !e)
+        e = errno ? errno : EIO;
+    if (e) {
+        snprintf(err, (size_t)errlen, "cannot write trace '%s': %s", path, strerror(e));
         return RL_ERR_IO;
     }
     return 0;

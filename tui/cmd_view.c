@@ -2,10 +2,13 @@
  * synthetic trace, run a small live demo, or benchmark the timeline on 1,000,000 events. */
 #include <errno.h>
 #include <signal.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,11 +44,23 @@ static void usage(FILE *f)
             "< > speed, g go to a time, ? help, q quit.\n");
 }
 
+/* "WxH" and nothing more: two whole numbers from 1 to 1000. */
 static int parse_size(const char *s, int *w, int *h)
 {
     char x;
-    return s && sscanf(s, "%d%c%d", w, &x, h) == 3 && (x == 'x' || x == 'X') && *w > 0 && *h > 0 && *w <= 1000 &&
-           *h <= 1000;
+    int used = -1;
+    return s && isdigit((unsigned char)s[0]) && sscanf(s, "%4d%c%4d%n", w, &x, h, &used) == 3 && used >= 0 &&
+           !s[used] && (x == 'x' || x == 'X') && isdigit((unsigned char)s[strcspn(s, "xX") + 1]) && *w > 0 &&
+           *h > 0 && *w <= 1000 && *h <= 1000;
+}
+
+/* The end of the trace's last event, in virtual seconds (0 when it has none). */
+static double trace_end(const rl_trace *t)
+{
+    double end = 0;
+    for (size_t i = 0; i < t->n; i++)
+        end = t->ev[i].vend > end ? t->ev[i].vend : end;
+    return end;
 }
 
 static double now_s(void)
@@ -117,7 +132,9 @@ static int bench_load(const char *path, int frames, int w, int h)
     printf("timeline frame at %dx%d (draw + text render):\n", w, h);
     rl_tui_state s;
     rl_tui_state_init(&s);
-    bench_frames("whole run (1M events in view)", c, m, &s, frames);
+    char whole[64];
+    snprintf(whole, sizeof whole, "whole run (%zu events in view)", t->n);
+    bench_frames(whole, c, m, &s, frames);
     for (int i = 0; i < 6; i++)
         rl_tui_handle_key(&s, m, '+');
     bench_frames("zoom x64, middle of the run", c, m, &s, frames);
@@ -135,13 +152,38 @@ static int bench_load(const char *path, int frames, int w, int h)
  * the loader's own), then loads and renders it here. */
 static int bench(size_t n, int frames, int w, int h)
 {
-    char path[64];
+    /* about 400 bytes of memory per event while loading and indexing, 260 on disk */
+    double need = 400.0 * (double)n, disk = 260.0 * (double)n, avail = rl_mem_available(),
+           left = rl_mem_address_space_left();
+    if (left >= 0 && (avail < 0 || left < avail))
+        avail = left;
+    char path[64], b1[32], b2[32];
+    struct statvfs fs;
+    double room = statvfs("/tmp", &fs) == 0 ? (double)fs.f_bavail * (double)fs.f_frsize : -1;
+    if ((avail >= 0 && need > avail) || (room >= 0 && disk > room)) {
+        int mem = avail >= 0 && need > avail;
+        fprintf(stderr, "ringlab view --bench: %s: %zu events need about %s %s and %s %s: use fewer --events\n",
+                mem ? "out of memory" : "not enough disk space", n, rl_fmt_bytes(mem ? need : disk, b1, sizeof b1),
+                mem ? "of memory" : "in /tmp", rl_fmt_bytes(mem ? avail : room, b2, sizeof b2),
+                mem ? "is available" : "is free");
+        return RL_EXIT_FAIL;
+    }
+    /* the file is unlinked at once and reached through the descriptor: nothing is left in /tmp
+     * when the bench ends, fails or is stopped by Ctrl-C */
     snprintf(path, sizeof path, "/tmp/ringlab-view-bench-%d.json", (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "ringlab view --bench: cannot create '%s': %s\n", path, strerror(errno));
+        return RL_EXIT_FAIL;
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     printf("ringlab view --bench: %zu events, timeline at %dx%d\n", n, w, h);
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "ringlab view --bench: fork failed: %s\n", strerror(errno));
+        close(fd);
         return RL_EXIT_FAIL;
     }
     if (pid == 0) {
@@ -167,14 +209,15 @@ static int bench(size_t n, int frames, int w, int h)
             fclose(f);
         }
         printf("generate:                     %8.2f s     %zu events\n", t1 - t0, t->n);
-        printf("write (rl_trace_write_json):  %8.2f s     %.1f MiB file %s\n", t2 - t1, size / 1048576.0, path);
+        printf("write (rl_trace_write_json):  %8.2f s     %.1f MiB file (temporary, already unlinked)\n", t2 - t1,
+               size / 1048576.0);
         fflush(stdout);
         _exit(0);
     }
     int status = 1;
     waitpid(pid, &status, 0);
     int rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? bench_load(path, frames, w, h) : RL_EXIT_FAIL;
-    remove(path);
+    close(fd);
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) /* the reader went away: end as the child did */
         raise(SIGPIPE);
     return rc;
@@ -288,7 +331,7 @@ static int demo(int argc, char **argv)
 
 /* view's options that take a number (--demo's are its own). */
 static const rl_optnum_decl view_numbers[] = {
-    { "--events", 1000, 100000000, 1 }, { "--frames", 1, 10000, 1 }, { "--ranks", 1, 64, 1 }, { "--microbatches", 1, 256, 1 },
+    { "--events", 1000, 20000000, 1 }, { "--frames", 1, 10000, 1 }, { "--ranks", 1, 64, 1 }, { "--microbatches", 1, 256, 1 },
 };
 #define NVIEW_NUMBERS (int)(sizeof view_numbers / sizeof view_numbers[0])
 
@@ -419,6 +462,14 @@ int rl_cmd_view(int argc, char **argv)
     if (!t) {
         fprintf(stderr, "ringlab view: %s\n", err);
         return RL_EXIT_FAIL;
+    }
+    double end = trace_end(t);
+    if (at && st.playhead > end * (1 + 1e-9) + 1e-12) {
+        char b1[32], b2[32];
+        fprintf(stderr, "ringlab view: --at %s is after the run's end (%s): give a time from 0 to %s\n",
+                rl_tui_fmt_time(st.playhead, b1, sizeof b1), rl_tui_fmt_time(end, b2, sizeof b2), b2);
+        rl_trace_free(t);
+        return RL_EXIT_USAGE;
     }
     int rc;
     if (narrate) {

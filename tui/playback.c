@@ -14,6 +14,10 @@
 
 int rl_tui_parse_time(const char *s, double *out)
 {
+    if (!isdigit((unsigned char)s[0]) && !(s[0] == '.' && isdigit((unsigned char)s[1])))
+        return -1; /* a plain decimal: no sign, space, hex, inf or nan */
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        return -1;
     char *end;
     double v = strtod(s, &end);
     if (end == s || !isfinite(v) || v < 0)

@@ -923,7 +923,44 @@ START_TEST(test_cli_render_and_refusals)
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
     snprintf(cmd, sizeof cmd, "%s/ringlab view %s --render mesh --size 0x3 >/dev/null 2>&1", rl_test_build(), path);
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    /* sizes and times with something more or something else: refused, exit 2, named */
+    static const struct { const char *args, *want; } bad[] = {
+        { "--render timeline --size 80x24x3", "--size '80x24x3'" }, { "--render timeline --size 80x", "'80x'" },
+        { "--render timeline --size x24", "'x24'" },               { "--render timeline --at 0x10us", "'0x10us'" },
+        { "--render timeline --at -5us", "'-5us'" },               { "--render timeline --at inf", "'inf'" },
+        { "--narrate --at 10s", "after the run's end" },           { "--render memory --at 1e9", "from 0 to" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/ringlab view %s %s 2>&1", rl_test_build(), path, bad[i].args);
+        p = popen(cmd, "r");
+        k = fread(out, 1, sizeof out - 1, p);
+        out[k] = 0;
+        ck_assert_msg(WEXITSTATUS(pclose(p)) == 2 && strstr(out, bad[i].want), "view %s: expected exit 2 and \"%s\":"
+                      "\n%s", bad[i].args, bad[i].want, out);
+    }
     remove(path);
+}
+END_TEST
+
+/* --bench checks memory before it generates, and leaves no file in /tmp, even when killed. */
+START_TEST(test_bench_memory_and_no_leftovers)
+{
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd, "ulimit -v 300000; timeout 60 %s/ringlab view --bench --frames 1 2>&1", rl_test_build());
+    FILE *p = popen(cmd, "r");
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    ck_assert_msg(WEXITSTATUS(pclose(p)) == 1 && strstr(out, "out of memory: 1000000 events need about"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s/ringlab view --bench --events 2000000 --frames 1 >/dev/null 2>&1 & pid=$!; "
+             "sleep 1.5; ls /tmp/ringlab-view-bench-$pid.json 2>/dev/null; ls -l /proc/$pid/fd 2>/dev/null | "
+             "grep -c 'ringlab-view-bench.*(deleted)'; kill -TERM $pid; wait $pid; echo rc=$?; "
+             "ls /tmp/ringlab-view-bench-$pid.json 2>&1", rl_test_build());
+    p = popen(cmd, "r");
+    k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    pclose(p);
+    ck_assert_msg(!strncmp(out, "1\nrc=143\n", 9) && strstr(out, "No such file"), "while it runs the file is "
+                  "unlinked and open, and after SIGTERM nothing is left:\n%s", out);
 }
 END_TEST
 
@@ -1316,6 +1353,8 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_trace_reader_streams);
     tcase_add_test(io, test_printed_charts);
     tcase_add_test(io, test_cli_render_and_refusals);
+    if (!rl_test_quick()) /* (ASan's shadow needs the address space) */
+        tcase_add_test(io, test_bench_memory_and_no_leftovers);
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
     tcase_add_test(io, test_tmux_live);
