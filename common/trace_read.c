@@ -24,7 +24,7 @@ typedef enum {
     K_BYTES, K_FLOPS, K_PHASE, K_SEQ, K_COMM, K_SHAPES, K_PEER, K_PEER_BYTES, K_WALL_TS, K_WALL_DUR,
     K_TAG0, /* K_TAG0 + tag, then the memory categories */
     K_MEM0 = K_TAG0 + RL_NTAGS,
-    K_RANKS = K_MEM0 + RL_MEM_NCAT, K_HW, K_MEMORY_PEAK, K_MESH, K_META, K_DIMS, K_SIZES,  /* ringlab */
+    K_RANKS = K_MEM0 + RL_MEM_NCAT, K_HW, K_MEMORY_PEAK, K_MESH, K_META, K_VERSION, K_DIMS, K_SIZES,  /* ringlab */
     K_NKEYS
 } key;
 
@@ -94,7 +94,7 @@ static const char *key_name(key k)
         [K_FLOPS] = "flops", [K_PHASE] = "phase", [K_SEQ] = "seq", [K_COMM] = "comm", [K_SHAPES] = "shapes",
         [K_PEER] = "peer", [K_PEER_BYTES] = "peer_bytes", [K_WALL_TS] = "wall_ts", [K_WALL_DUR] = "wall_dur",
         [K_RANKS] = "ranks", [K_HW] = "hw", [K_MEMORY_PEAK] = "memory_peak", [K_MESH] = "mesh", [K_META] = "meta",
-        [K_DIMS] = "dims", [K_SIZES] = "sizes",
+        [K_VERSION] = "version", [K_DIMS] = "dims", [K_SIZES] = "sizes",
     };
     if (k >= K_TAG0 && k < K_MEM0)
         return rl_tag_name((rl_tag)(k - K_TAG0));
@@ -173,8 +173,11 @@ static int finish_event(reader *r)
         r->max_pid_xc = rank;
         r->max_pid_at = i;
     }
-    if (!is_num(&e[K_TS]) || !isfinite(num(&e[K_TS])) || fabs(num(&e[K_TS])) > 1e15)
-        return fail(r, "traceEvents[%zu] needs a finite number \"ts\" (microseconds)", i);
+    if (!is_num(&e[K_TS]))
+        return fail(r, "traceEvents[%zu] needs a number \"ts\" (microseconds since the run's start)", i);
+    if (!(num(&e[K_TS]) >= 0 && num(&e[K_TS]) <= 1e15))
+        return fail(r, "traceEvents[%zu].ts is %g: a time from 0 to 1e15 microseconds since the run's start is "
+                    "expected (a trace with absolute or negative times is not a ringlab trace)", i, num(&e[K_TS]));
     double ts = num(&e[K_TS]);
     if (e[K_ARGS].kind != V_NONE && e[K_ARGS].kind != V_OBJECT)
         return fail(r, "traceEvents[%zu].args is not an object", i);
@@ -287,6 +290,9 @@ static int value(reader *r, vkind kind, long long i, double d, const unsigned ch
             r->ranks = (int)i;
             if (r->max_pid_xc >= r->ranks)
                 return fail(r, "traceEvents[%zu] has \"pid\" outside 0..%d", r->max_pid_at, r->ranks - 1);
+        } else if (k == K_VERSION && !(kind == V_INT && i == 1)) {
+            return fail(r, "\"ringlab.version\" is not 1: this ringlab reads traces of version 1 (the file was "
+                        "written by another version of ringlab, or is not a ringlab trace)");
         } else if (k == K_HW && kind == V_STRING) {
             snprintf(r->t->hw, sizeof r->t->hw, "%.*s", (int)strnlen((const char *)s, len), s);
         } else if (k == K_MESH) {
@@ -461,6 +467,8 @@ static int open_container(reader *r, int is_map)
     }
     if (c == C_RINGLAB && k == K_RANKS)
         return fail(r, "\"ringlab.ranks\" must be an integer from 1 to %d", MAX_RANKS);
+    if (c == C_RINGLAB && k == K_VERSION)
+        return fail(r, "\"ringlab.version\" is not 1: this ringlab reads traces of version 1");
     if (c == C_RINGLAB && k == K_MEMORY_PEAK && !is_map)
         return push(r, C_PEAKS);
     if (c == C_RINGLAB && k == K_MESH) {

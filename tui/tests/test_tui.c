@@ -849,7 +849,12 @@ START_TEST(test_malformed_traces)
         { "types5.json", "[1, 2, 3]", "traceEvents[0] is not an object", "is not an object" },
         /* huge numbers */
         { "huge1.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1e300, \"dur\": 1}]}",
-          "finite number \"ts\"", NULL },
+          "ts is 1e+300: a time from 0 to 1e15", NULL },
+        { "neg1.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": -5, \"dur\": 1}]}", "ts is -5",
+          NULL },
+        { "version.json", "{\"ringlab\": {\"version\": 2}, \"traceEvents\": []}", "\"ringlab.version\" is not 1",
+          NULL },
+        { "version2.json", "{\"ringlab\": {\"version\": [1]}, \"traceEvents\": []}", "ringlab.version", NULL },
         { "huge2.json", "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}", "line 2", NULL },
         { "huge3.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}", "\"pid\"", NULL },
         { "huge4.json", "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}", "ringlab.ranks", NULL },
