@@ -515,8 +515,8 @@ hint: $(RINGLAB)
 # made from the id; make questions LAB=29 prints them (the lab's grade binary: --questions).
 .PHONY: learner questions
 learner:
-	@if ! printf '%s' "$(ID)" | grep -Eq '^[A-Za-z0-9._%+@-]{1,100}$$'; then \
-	  echo "make learner needs ID=<your course email or student id> (letters, digits and . _ % + @ - only), e.g. make learner ID=ada@uni.edu" >&2; exit 2; fi
+	@if ! printf '%s' "$(ID)" | grep -Eq '^[A-Za-z0-9][A-Za-z0-9._%+@-]{0,99}$$'; then \
+	  echo "make learner needs ID=<your course email or student id> (a letter or digit, then letters, digits and . _ % + @ - only; 100 at most), e.g. make learner ID=ada@uni.edu" >&2; exit 2; fi
 	@for f in labs/*/answers.txt; do \
 	  if grep -q '^learner *=' $$f; then sed -i 's/^learner *=.*/learner = $(ID)/' $$f; else printf 'learner = %s\n' "$(ID)" >> $$f; fi; \
 	done

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include "internal.h"
@@ -97,6 +98,10 @@ void *rl_xrealloc(void *p, size_t bytes, const char *what)
 
 void rl_program_start(void)
 {
+    struct rlimit as; /* under ulimit -v: each thread's own malloc arena reserves 64 MiB of address
+                       * space (eight threads, half a GiB): two arenas for all of them instead */
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+        mallopt(M_ARENA_MAX, 2);
     struct rlimit r; /* the main thread's stack grows up to the soft limit in force when it grows */
     const rlim_t want = (rlim_t)8 << 20, least = (rlim_t)1 << 20;
     if (getrlimit(RLIMIT_STACK, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {

@@ -973,9 +973,16 @@ static int set_learner(const char *arg)
         return -1;
     }
     const char *id = arg ? arg : r == 1 ? v : "";
-    if (strlen(id) >= sizeof learner_id || strpbrk(id, " \t\"'\\")) {
-        fprintf(stderr, "grade: the learner id '%.64s' is not one: an email or student id, no spaces or quotes, "
-                        "under %zu characters\n", id, sizeof learner_id);
+    /* as make learner takes it: a letter or digit, then letters, digits and . _ % + @ - */
+    size_t len = strlen(id), ok = len && isalnum((unsigned char)id[0]) ? strspn(id, "abcdefghijklmnopqrstuvwxyz"
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+@-") : 0;
+    if ((len || arg) && (ok != len || len == 0 || len > 100)) {
+        fprintf(stderr, "grade: the learner id '");
+        for (size_t k = 0; k < len && k < 64; k++) /* (shown safely: it may hold control characters) */
+            fputc(isprint((unsigned char)id[k]) ? id[k] : '?', stderr);
+        fprintf(stderr, "'%s is not one: a course email or student id of 1 to 100 characters, a letter or digit "
+                "first, then letters, digits and . _ %% + @ - (make learner ID=ada@uni.edu)\n",
+                arg ? " (--learner)" : "");
         return -1;
     }
     if (arg && r == 1 && strcmp(v, arg))
@@ -983,6 +990,23 @@ static int set_learner(const char *arg)
                "numbers (make learner ID=%s, then make questions, shows them)\n", answers_path, v, arg, arg, arg);
     memcpy(learner_id, id, strlen(id) + 1); /* shorter than learner_id: checked above */
     return 0;
+}
+
+/* 1 when path can be written (a file it had to create for the check is removed); else says
+ * why, naming the option, and returns 0. */
+static int writable(const char *path, const char *option)
+{
+    int existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "grade: %s '%s': %s (a file in a folder that exists and that you may write to)\n", option,
+                path, strerror(errno));
+        return 0;
+    }
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return 1;
 }
 
 static const rl_grade_step *find_step(const rl_grade_lab *lab, const char *id)
@@ -1150,7 +1174,12 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         }
         if (!strcmp(a, "--step")) {
             const char *v = argv[++i];
-            if (!*v || !strcmp(v, "all"))
+            if (!*v) {
+                fprintf(stderr, "grade: --step '': name a step, e.g. --step %s (or leave --step out: every step)\n",
+                        lab->steps[0].id);
+                return 2;
+            }
+            if (!strcmp(v, "all"))
                 continue;
             if (!find_step(lab, v)) {
                 fprintf(stderr, "grade: lab %s has no step '%s'; its steps are:", lab->id, v);
@@ -1169,6 +1198,8 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             have_seed = 1;
         } else if (!strcmp(a, "--details")) {
             details_path = argv[++i];
+            if (!writable(details_path, "--details"))
+                return 2;
         } else if (!strcmp(a, "--json")) {
             json_path = argv[++i];
         } else if (!strcmp(a, "--json-fd")) {
@@ -1184,6 +1215,13 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             zero_reason = argv[++i];
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
+            struct stat st;
+            int bad = stat(answers_path, &st) ? errno : S_ISREG(st.st_mode) ? 0 : -1;
+            if (bad) {
+                fprintf(stderr, "grade: --answers '%s': %s (give the lab's answers.txt)\n", answers_path,
+                        bad > 0 ? strerror(bad) : "not a regular file");
+                return 2;
+            }
         } else if (!strcmp(a, "--hints")) {
             char err[512];
             if (rl_hints_used_load(argv[++i], &hints_used, err, sizeof err)) {

@@ -449,6 +449,30 @@ START_TEST(test_cli_stack_limit)
 }
 END_TEST
 
+/* The grader's own arguments: refused before anything is graded, naming what is wrong. */
+START_TEST(test_cli_grade_arguments)
+{
+    static const struct { const char *args, *want; } cases[] = {
+        { "--answers /nonexistent/answers.txt", "--answers '/nonexistent/answers.txt': No such file" },
+        { "--answers /tmp", "--answers '/tmp': not a regular file" },
+        { "--step ''", "--step '': name a step" },
+        { "--learner ''", "the learner id '' (--learner) is not one" },
+        { "--learner --help", "the learner id '--help' (--learner) is not one" },
+        { "--learner \"$(printf 'ada\\001x')\"", "the learner id 'ada?x'" },
+        { "--details /nonexistent/details.txt", "--details '/nonexistent/details.txt': No such file" },
+        { "--seed 12x", "--seed '12x' is not a seed" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[512], *o;
+        snprintf(cmd, sizeof cmd, "timeout 20 %s/solutions/28_ddp/grade %s 2>&1", rl_test_build(), cases[i].args);
+        int rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == 2 && strstr(o, cases[i].want) && !strstr(o, "Score:"),
+                      "`%s`: exit %d; expected 2, \"%s\" and nothing graded:\n%.1500s", cmd, rc, cases[i].want, o);
+        free(o);
+    }
+}
+END_TEST
+
 /* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
 START_TEST(test_cli_make_variables)
 {
@@ -480,6 +504,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_outputs);
     tcase_add_test(tc, test_cli_bench_progress);
     tcase_add_test(tc, test_cli_fault_never_fired);
+    tcase_add_test(tc, test_cli_grade_arguments);
     if (!rl_test_quick()) { /* make runs the normal build's binaries; ASan's shadow needs the address space */
         tcase_add_test(tc, test_cli_make_variables);
         tcase_add_test(tc, test_cli_address_space_limit);
