@@ -78,8 +78,18 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
         *eq = 0;
         const char *val = eq + 1;
         double v = strtod(val, &end);
-        if (!*val || *end || !(v >= 0) || !isfinite(v)) {
-            snprintf(err, (size_t)errlen, "--fault '%s': %s=%s is not a number >= 0", spec, tok, val);
+        if (!*val || *end || !(v >= 0) || !isfinite(v) || strspn(val, "0123456789.") != strlen(val)) {
+            snprintf(err, (size_t)errlen, "--fault '%s': %s=%s is not a number >= 0 (decimal digits, e.g. %s=3)", spec,
+                     tok, val, tok);
+            return -1;
+        }
+        char key[64];
+        int times = 0;
+        snprintf(key, sizeof key, ":%s=", tok);
+        for (const char *p = strstr(spec, key); p; p = strstr(p + 1, key))
+            times++;
+        if (times > 1) {
+            snprintf(err, (size_t)errlen, "--fault '%s': %s is given twice; give it once", spec, tok);
             return -1;
         }
         int whole = v == floor(v) && v < 2e9;
