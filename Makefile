@@ -548,7 +548,7 @@ endif
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
 	    $(if $(filter labs,$(LAB_KIND)),--hints labs/$$l/hints-used.txt $(if $(HINT_PENALTY),--hint-penalty $(HINT_PENALTY),),) \
 	    $(if $(filter-out 0,$(EXAM)),--exam,) --details $(BUILD)/grade-$$l.details.txt --json $(BUILD)/results-$$l.json \
-	    | tee $(BUILD)/grade-$$l.log || fail=1; \
+	    | tee $(BUILD)/grade-$$l.log || { rc=$$?; [ $$rc = 2 ] && exit 2; fail=1; }; \
 	  $(if $(filter labs,$(LAB_KIND)),[ ! -s $(BUILD)/results-$$l.json ] || $(RINGLAB) progress --record labs/$$l \
 	    $(BUILD)/results-$$l.json --files "$$files_graded" --dir $(BUILD)/progress || fail=1;) \
 	  files="$$files $$l=$(BUILD)/results-$$l.json"; \
@@ -560,10 +560,12 @@ endif
 # (WATCH_ROUNDS=N: after N grades).
 .PHONY: progress watch
 progress: $(RINGLAB)
-	@$(RINGLAB) progress --dir $(BUILD)/progress $(if $(LAB),$(addprefix labs/,$(LAB_SEL)),)
+	@if [ -n "$(LAB)" ] && [ -z "$(LAB_SEL)" ]; then echo "no lab matches LAB=$(LAB); labs: $(LAB_NAMES)" >&2; exit 2; fi
+	@$(RINGLAB) progress --dir $(BUILD)/progress $(if $(LAB),$(addprefix labs/,$(LAB_SEL)),) $(if $(STEP),--step $(STEP),)
 watch: $(RINGLAB)
 	@if [ -z "$(LAB)" ] || [ -z "$(LAB_SEL)" ]; then \
 	  echo "make watch needs LAB=NN [STEP=NN.M], e.g. make watch LAB=28 STEP=28.1 (labs: $(LAB_NAMES))" >&2; exit 2; fi
+	@$(if $(STEP),$(RINGLAB) progress --dir $(BUILD)/progress labs/$(LAB_SEL) --step $(STEP) > /dev/null,true)
 	@last=""; rounds=0; while :; do \
 	  now=$$($(RINGLAB) progress --files-of labs/$(LAB_SEL)); \
 	  if [ "$$now" != "$$last" ]; then \

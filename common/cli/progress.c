@@ -407,6 +407,10 @@ int rl_cmd_progress(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--record") && i + 2 < argc)
             rec_lab = argv[i + 1], rec_res = argv[i + 2], i += 2;
+        else if (!strcmp(argv[i], "--dir") || !strcmp(argv[i], "--step") || !strcmp(argv[i], "--files") ||
+                 !strcmp(argv[i], "--files-of") || !strcmp(argv[i], "--record"))
+            return fprintf(stderr, "ringlab progress: %s needs %s\n", argv[i],
+                           strcmp(argv[i], "--record") ? "a value" : "LABDIR and RESULTS.json"), usage(stderr, 2);
         else if (argv[i][0] == '-')
             return fprintf(stderr, "ringlab progress: unknown option '%s'\n", argv[i]), usage(stderr, 2);
         else if (nlabs < 16)
@@ -430,6 +434,25 @@ int rl_cmd_progress(int argc, char **argv)
         if (!nlabs)
             return fprintf(stderr, "ringlab progress: no labs/ here: run it from the course's folder\n"), 2;
     }
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return fprintf(stderr, "ringlab progress: --dir '%s' is not a folder\n", dir), 2;
+    int has_step = 0;
+    for (int i = 0; i < nlabs; i++) { /* each a lab folder; the step, if one is named, in one of them */
+        char path[1280], err[512];
+        rl_hints h;
+        snprintf(path, sizeof path, "%s/hints.md", labs[i]);
+        if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+            return fprintf(stderr, "ringlab progress: '%s' is not a lab's folder (it has no hints.md; e.g. "
+                           "labs/28_ddp)\n", labs[i]), 2;
+        if (step && !rl_hints_load(path, &h, err, sizeof err))
+            for (int k = 0; k < h.nsteps; k++)
+                has_step |= !strcmp(h.steps[k].id, step);
+        if (step)
+            rl_hints_free(&h);
+    }
+    if (step && !has_step)
+        return fprintf(stderr, "ringlab progress: no lab has a step '%s' (steps are named like 28.1)\n", step), 2;
     char next[600] = "", name[256];
     for (int i = 0; i < nlabs; i++) {
         lab_name(labs[i], name, sizeof name);

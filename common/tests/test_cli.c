@@ -485,6 +485,12 @@ START_TEST(test_cli_make_variables)
         { "make -s run LAB=28 RANKS=0", "--ranks: '0' is not a whole number from 1 to 1024" },
         { "make -s grade LAB=28 STEP=28.9", "grade: lab 28 has no step '28.9'" },
         { "make -s hint LAB=28 STEP=28.9", "has no hints for step '28.9'" },
+        { "make -s progress LAB=99", "no lab matches LAB=99" },
+        { "make -s watch LAB=28 STEP=99.9", "no lab has a step '99.9'" },
+        { "make -s progress LAB=28 STEP=28.9", "no lab has a step '28.9'" },
+        { "build/ringlab progress labs/99_x", "'labs/99_x' is not a lab's folder" },
+        { "build/ringlab progress --dir /dev/null", "--dir '/dev/null' is not a folder" },
+        { "build/ringlab progress --step", "--step needs a value" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[256], *o;
