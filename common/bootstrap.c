@@ -85,28 +85,34 @@ RL_API_WATCHED
 int rl_dist_env_read(rl_dist_env *e, char *err, int len)
 {
     RL_API_ENTRY();
-    const char *rank = getenv("RANK"), *size = getenv("WORLD_SIZE"), *local = getenv("LOCAL_RANK");
-    if (!rank && !size) { /* Slurm (srun) */
-        rank = getenv("SLURM_PROCID");
-        size = getenv("SLURM_NTASKS");
-        local = getenv("SLURM_LOCALID");
-    }
-    if (!rank && !size) { /* Open MPI's mpirun (read without initialising MPI) */
-        rank = getenv("OMPI_COMM_WORLD_RANK");
-        size = getenv("OMPI_COMM_WORLD_SIZE");
-        local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    }
-    if (!rank && !size) { /* MPICH / Intel MPI (Hydra's PMI) */
-        rank = getenv("PMI_RANK");
-        size = getenv("PMI_SIZE");
-        local = getenv("MPI_LOCALRANKID");
+    /* torchrun's names, then Slurm's (srun), Open MPI's (mpirun, read without initialising MPI)
+     * and MPICH's / Intel MPI's (Hydra's PMI) */
+    static const char *const names[][3] = {
+        { "RANK", "WORLD_SIZE", "LOCAL_RANK" },
+        { "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID" },
+        { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK" },
+        { "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID" },
+    };
+    const char *rank = NULL, *size = NULL, *local = NULL;
+    size_t k = 0;
+    for (; k < sizeof names / sizeof names[0] && !rank && !size; k++) {
+        rank = getenv(names[k][0]);
+        size = getenv(names[k][1]);
+        local = getenv(names[k][2]);
     }
     if (!rank && !size) {
         memset(e, 0, sizeof *e);
         e->world_size = 1;
         return 0;
     }
-    return rl_dist_env_parse(e, rank, size, local, getenv("MASTER_ADDR"), getenv("MASTER_PORT"), err, len) ? -1 : 1;
+    if (!rl_dist_env_parse(e, rank, size, local, getenv("MASTER_ADDR"), getenv("MASTER_PORT"), err, len))
+        return 1;
+    if (k > 1) { /* the message speaks of RANK, WORLD_SIZE and LOCAL_RANK: say which were read */
+        size_t used = strlen(err);
+        snprintf(err + used, (size_t)len > used ? (size_t)len - used : 0, " (read from %s, %s and %s, this launcher's "
+                 "names for RANK, WORLD_SIZE and LOCAL_RANK)", names[k - 1][0], names[k - 1][1], names[k - 1][2]);
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------------ socket helpers */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "bf16.h"
 #include "err.h"
 #include "backend.h"
@@ -216,72 +217,15 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 /* Ranks are threads: each rank's GEMM runs on one BLAS thread. */
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
-/* OpenBLAS keeps a pool of GEMM work buffers (128 MiB of address space each) that belongs to
- * the process: a GEMM that finds no free buffer allocates one (small GEMMs may use none), the
- * pool never shrinks, and OpenBLAS retries for ever when that allocation fails. Under ulimit -v
- * (only there) the GEMMs therefore run one at a time, so that one buffer is all the pool ever
- * needs, and the first one allocates it on purpose, with a GEMM large enough to need it, after
- * checking that there is room: without room it fails with "out of memory" instead of hanging. */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int running, buffered; /* a GEMM is inside OpenBLAS now; the pool's buffer exists */
-} blas_pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
-#define BLAS_BUFFER (128.0 * 1048576.0 + 65536.0)
-#define BLAS_SPARE (64.0 * 1048576.0)
-#define BLAS_WARMUP 256 /* an n×n×n GEMM that takes OpenBLAS's buffered path */
-
-static void sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-
-/* Enters a GEMM; returns 0 (the caller then calls blas_pool_leave) or the error. */
-static int blas_pool_enter(rl_ctx *ctx, const char *op, int *limited)
+/* OpenBLAS allocates GEMM work buffers (128 MiB of address space each) as it finds it needs
+ * them and retries for ever when such an allocation fails: under ulimit -v a run then hung in
+ * it, at limits that depend on which GEMMs ran on which threads. So under an address-space limit
+ * (and only there) the GEMMs take the plain loop below, which allocates nothing. */
+static int blas_usable(void)
 {
-    *limited = rl_mem_address_space_left() >= 0;
-    if (!*limited)
-        return 0; /* no limit: OpenBLAS's own pool, as many GEMMs at once as ranks */
-    pthread_mutex_lock(&blas_pool.mu);
-    while (blas_pool.running)
-        pthread_cond_wait(&blas_pool.cv, &blas_pool.mu);
-    if (!blas_pool.buffered) {
-        double left = rl_mem_address_space_left();
-        size_t n = (size_t)BLAS_WARMUP * BLAS_WARMUP;
-        float *w = left >= BLAS_BUFFER + BLAS_SPARE ? calloc(3 * n, sizeof *w) : NULL;
-        if (!w) {
-            pthread_mutex_unlock(&blas_pool.mu);
-            char n1[32], n2[32];
-            return rl_rank_out_of_memory(ctx, "%s needs OpenBLAS's GEMM work buffer (%s of address space) and "
-                                         "ulimit -v leaves %s: raise the limit or use fewer --ranks", op,
-                                         rl_fmt_bytes(BLAS_BUFFER, n1, sizeof n1), rl_fmt_bytes(left, n2, sizeof n2));
-        }
-        sgemm(0, 0, BLAS_WARMUP, BLAS_WARMUP, BLAS_WARMUP, w, BLAS_WARMUP, w + n, BLAS_WARMUP, 0, w + 2 * n,
-              BLAS_WARMUP);
-        free(w);
-        blas_pool.buffered = 1;
-    }
-    blas_pool.running = 1;
-    pthread_mutex_unlock(&blas_pool.mu);
-    return 0;
+    struct rlimit lim;
+    return getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY;
 }
-
-static void blas_pool_leave(int limited)
-{
-    if (!limited)
-        return;
-    pthread_mutex_lock(&blas_pool.mu);
-    blas_pool.running = 0;
-    pthread_cond_broadcast(&blas_pool.cv);
-    pthread_mutex_unlock(&blas_pool.mu);
-}
-#else
-static int blas_pool_enter(rl_ctx *ctx, const char *op, int *limited)
-{
-    (void)ctx;
-    (void)op;
-    *limited = 0;
-    return 0;
-}
-static void blas_pool_leave(int limited) { (void)limited; }
 #endif
 
 /* Row-major C[m,n] = op(A)·op(B) + beta·C with leading dimensions lda, ldb, ldc. */
@@ -291,11 +235,14 @@ static void sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *
     if (m == 0 || n == 0)
         return;
 #ifdef RL_HAVE_OPENBLAS
-    pthread_once(&blas_once, blas_single_thread);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (blasint)m, (blasint)n, (blasint)k, 1.0f, A, (blasint)(lda ? lda : 1), B,
-                (blasint)(ldb ? ldb : 1), beta, C, (blasint)ldc);
-#else
+    if (blas_usable()) {
+        pthread_once(&blas_once, blas_single_thread);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)m, (blasint)n, (blasint)k, 1.0f, A, (blasint)(lda ? lda : 1), B,
+                    (blasint)(ldb ? ldb : 1), beta, C, (blasint)ldc);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < m; i++) {
         float *c = C + i * ldc;
         for (int64_t j = 0; j < n; j++)
@@ -312,7 +259,6 @@ static void sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *
             }
         }
     }
-#endif
 }
 
 static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int ta, const rl_tensor *b,
@@ -344,19 +290,13 @@ static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int t
             return rc;
         goto record;
     }
-    int limited;
-    if ((rc = blas_pool_enter(ctx, name, &limited)))
-        return rc;
     ops_stage st = { .n = 0 };
     const float *A = ops_stage_in(&st, a);
     const float *B = ops_stage_in(&st, b);
     float *C = ops_stage_out(&st, c, beta != 0.0f);
-    if (st.failed) {
-        blas_pool_leave(limited);
+    if (st.failed)
         return ops_stage_nomem(ctx, name, &st);
-    }
     sgemm(ta, tb, m, n, k, A, ac, B, bc, beta, C, cc);
-    blas_pool_leave(limited);
     ops_stage_done(&st);
 record:;
     rl_dtype dt = (a->dtype == RL_BF16 && b->dtype == RL_BF16) ? RL_BF16 : RL_F32;

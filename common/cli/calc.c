@@ -623,8 +623,8 @@ static int run_bubble(const topic *tp, int argc, char **argv)
     printf("result:  bubble = %.2f%% of total time, %.2f%% of ideal time (%.4g micro-batch slots of t_f+t_b)\n",
            100 * r.frac_total, 100 * r.frac_ideal, r.bubble_slots);
     printf("         peak in flight: %.4g micro-batches of activations\n", r.peak_inflight);
-    if (in.sched != RL_CALC_SCHED_NAIVE && in.p > 1 && r.m < 4 * in.p)
-        printf("warning: m = %d < 4p = %d: the bubble is large; use more micro-batches\n", r.m, 4 * in.p);
+    if (in.sched != RL_CALC_SCHED_NAIVE && in.p > 1 && r.m < 4LL * in.p)
+        printf("warning: m = %d < 4p = %lld: the bubble is large; use more micro-batches\n", r.m, 4LL * in.p);
     return 0;
 }
 

@@ -291,6 +291,8 @@ START_TEST(test_cli_environment)
         { { "RANK=abc", "WORLD_SIZE=2", NULL }, "RANK='abc'" },
         { { "RANK=5", "WORLD_SIZE=2", NULL }, "RANK='5'" },
         { { "RANK=0", "WORLD_SIZE=0", NULL }, "WORLD_SIZE" },
+        { { "SLURM_PROCID=5", "SLURM_NTASKS=2", NULL }, "read from SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID" },
+        { { "OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2", NULL }, "read from OMPI_COMM_WORLD_RANK" },
     };
     for (size_t i = 0; i < sizeof sim / sizeof sim[0]; i++) {
         char line[256];
@@ -310,6 +312,8 @@ START_TEST(test_cli_environment)
         { { "RANK=abc", "WORLD_SIZE=2", NULL }, "RANK='abc'" },
         { { "RANK=0", "WORLD_SIZE=abc", NULL }, "abc" },
         { { "RANK=0", "WORLD_SIZE=0", NULL }, "WORLD_SIZE" },
+        { { "SLURM_PROCID=5", "SLURM_NTASKS=2", NULL }, "read from SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID" },
+        { { "OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2", NULL }, "read from OMPI_COMM_WORLD_RANK" },
         { { "RANK=5", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", NULL }, "RANK='5'" },
         { { "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=abc" }, "MASTER_PORT" },
         { { "RL_FAKE_GPUS=abc", NULL }, "RL_FAKE_GPUS: 'abc'" },

@@ -263,17 +263,23 @@ int main(int argc, char **argv)
     c2.print_loss = 0;
     c2.print_chart = 0;
     c2.steps = 2;
+    int aux = 0; /* the comparison runs' failure, if one failed */
     if (cfg.zero.stage >= ZERO_STAGE3 && (cfg.zero.forward_prefetch || cfg.zero.backward_prefetch)) {
         c2.zero.forward_prefetch = c2.zero.backward_prefetch = 0;
-        if (!zero_run(&c2, &nopf))
+        if (!(aux = zero_run(&c2, &nopf)))
             nopfp = &nopf;
         c2.zero = cfg.zero;
     }
-    if (cfg.zero.stage >= ZERO_STAGE3 && cfg.zero.wrap_per_block) {
+    if (cfg.zero.stage >= ZERO_STAGE3 && cfg.zero.wrap_per_block && !aux) {
         c2.zero.wrap_per_block = 0;
-        if (!zero_run(&c2, &nowrap))
+        if (!(aux = zero_run(&c2, &nowrap)))
             nowrapp = &nowrap;
     }
     summary(&cfg, &s, nopfp, nowrapp);
+    if (aux) {
+        fprintf(stderr, "the comparison run (%s) failed (%s): the summary leaves its lines out\n",
+                nopfp ? "one unit for the whole model" : "without prefetch", rl_status_name(aux));
+        return rl_exit_status(aux);
+    }
     return 0;
 }
