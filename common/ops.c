@@ -228,6 +228,32 @@ static int blas_usable(void)
 }
 #endif
 
+/* c[j] += a·b[j] for j < n. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static void axpy(float *restrict c, const float *restrict b, float a, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        c[j] += a * b[j];
+}
+
+/* Four rows at once: c_r[j] += a_r·b[j] (b is read once for the four). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize")))
+#endif
+static void axpy4(float *restrict c0, float *restrict c1, float *restrict c2, float *restrict c3,
+                  const float *restrict b, const float a[4], int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float bj = b[j];
+        c0[j] += a[0] * bj;
+        c1[j] += a[1] * bj;
+        c2[j] += a[2] * bj;
+        c3[j] += a[3] * bj;
+    }
+}
+
 /* Row-major C[m,n] = op(A)·op(B) + beta·C with leading dimensions lda, ldb, ldc. */
 static void sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
@@ -243,22 +269,40 @@ static void sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *
         return;
     }
 #endif
+    /* op(B) row by row: with tb, B is copied transposed first, so that the inner loop runs
+     * along contiguous rows (it vectorises) */
+    float *bt = tb ? malloc((size_t)(k ? k : 1) * (size_t)n * sizeof *bt) : NULL;
+    if (bt) {
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t p = 0; p < k; p++)
+                bt[p * n + j] = B[j * ldb + p];
+        B = bt, ldb = n, tb = 0;
+    }
     for (int64_t i = 0; i < m; i++) {
         float *c = C + i * ldc;
         for (int64_t j = 0; j < n; j++)
             c[j] = beta == 0.0f ? 0.0f : beta * c[j];
+    }
+    int64_t i0 = 0;
+    for (; !tb && i0 + 4 <= m; i0 += 4) /* four rows of C at a time */
+        for (int64_t p = 0; p < k; p++) {
+            float a[4];
+            for (int r = 0; r < 4; r++)
+                a[r] = ta ? A[p * lda + i0 + r] : A[(i0 + r) * lda + p];
+            axpy4(C + i0 * ldc, C + (i0 + 1) * ldc, C + (i0 + 2) * ldc, C + (i0 + 3) * ldc, B + p * ldb, a, n);
+        }
+    for (int64_t i = i0; i < m; i++) {
+        float *c = C + i * ldc;
         for (int64_t p = 0; p < k; p++) {
             float aip = ta ? A[p * lda + i] : A[i * lda + p];
             if (tb)
                 for (int64_t j = 0; j < n; j++)
                     c[j] += aip * B[j * ldb + p];
-            else {
-                const float *b = B + p * ldb;
-                for (int64_t j = 0; j < n; j++)
-                    c[j] += aip * b[j];
-            }
+            else
+                axpy(c, B + p * ldb, aip, n);
         }
     }
+    free(bt);
 }
 
 static int matmul_named(rl_ctx *ctx, const char *name, const rl_tensor *a, int ta, const rl_tensor *b,

@@ -412,19 +412,19 @@ END_TEST
 START_TEST(test_cli_address_space_limit)
 {
     static const char *const labs[] = { "28_ddp", "29_zero_fsdp", "30_tp_pp_sp_cp", "31_3d_moe_debug" };
-    static const int limits_kb[] = { 300000, 500000, 550000, 600000, 650000, 700000, 850000, 1000000, 1150000 };
+    static const int limits_kb[] = { 300000, 500000, 550000, 650000, 850000, 1150000 };
     int later = 0; /* refusals after the launch: a tensor, the model, a GEMM buffer */
     for (size_t i = 0; i < 4; i++) {
         for (size_t k = 0; k < sizeof limits_kb / sizeof limits_kb[0]; k++) {
             char cmd[512], *o;
-            snprintf(cmd, sizeof cmd, "ulimit -v %d && timeout 30 %s/solutions/%s/run 2>&1", limits_kb[k],
+            snprintf(cmd, sizeof cmd, "ulimit -v %d && timeout 60 %s/solutions/%s/run 2>&1", limits_kb[k],
                      rl_test_build(), labs[i]);
             time_t t0 = time(NULL);
             int rc = rl_test_run(cmd, &o);
             double took = difftime(time(NULL), t0);
             int oom = strstr(o, "out of memory: ") != NULL;
             ck_assert_msg(((rc == 1 && oom) || (rc == 0 && !oom)) && !strstr(o, "watchdog") && !crash_text(o) &&
-                          took < 20, "`%s`: exit %d after %.1f s; expected 0, or 1 with the out-of-memory message, "
+                          took < 45, "`%s`: exit %d after %.1f s; expected 0, or 1 with the out-of-memory message, "
                           "at once:\n%.1500s", cmd, rc, took, o);
             ck_assert_msg(k > 0 || strstr(o, "of address space"), "`%s`: expected the launch's check:\n%.1500s", cmd, o);
             later += rc == 1 && !strstr(o, "of address space (two thread stacks");
