@@ -150,7 +150,10 @@ int rl_cmd_bench_gemm(int argc, char **argv)
         char how[512];
         double peak = peak_estimate(how, sizeof how);
 #ifdef RL_HAVE_OPENBLAS
-        const char *impl = "OpenBLAS cblas_sgemm, 1 thread";
+        const char *impl = rl_mem_address_space_left() >= 0
+                               ? "plain C loop: under ulimit -v OpenBLAS is not used, as its work buffers can "
+                                 "hang a run that runs out of address space"
+                               : "OpenBLAS cblas_sgemm, 1 thread";
 #else
         const char *impl = "plain C loop (built without OpenBLAS)";
 #endif
