@@ -7,6 +7,7 @@
  *   plan      your 31.5 planner on a model and a cluster
  * Each part ends with a summary answering Shape / Cost / Machine. */
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,22 +294,43 @@ static int part_moe(const args *a)
 }
 
 /* ------------------------------------------------------------------ diagnose */
+/* Removes the trace and flight dump that part_diagnose wrote into its own folder tmp ("" when
+ * --trace named the file: then they stay). */
+static void remove_run_files(const char *tmp, const char *trace, const char *dump)
+{
+    if (!tmp[0])
+        return;
+    unlink(trace);
+    unlink(dump);
+    rmdir(tmp);
+}
+
 static int part_diagnose(const args *a)
 {
     fault_run_config fc = fault_run_config_default();
     fc.opts = a->opts;
-    char path[96], dump[300], err[256];
-    snprintf(path, sizeof path, "%s/rl31_diagnose.%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getuid());
-    if (!fc.opts.trace_path) /* --trace FILE, else one file per user in the temp folder */
+    char tmp[300] = "", path[320], dump[340], err[256];
+    if (!fc.opts.trace_path) { /* --trace FILE, else a folder of this run's own, removed at the end */
+        snprintf(tmp, sizeof tmp, "%s/rl31-diagnose-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(tmp)) {
+            fprintf(stderr, "cannot make a temporary folder '%s': %s (set TMPDIR to a folder you may write to)\n", tmp,
+                    strerror(errno));
+            return 1;
+        }
+        snprintf(path, sizeof path, "%s/trace.json", tmp);
         fc.opts.trace_path = path;
+        fc.opts.quiet = 1; /* (no "trace written to" a file that is removed at the end) */
+    }
     snprintf(dump, sizeof dump, "%s.flight.json", fc.opts.trace_path);
     unlink(dump); /* never diagnose the records of an earlier run */
     if (fc.opts.timeout_s > 2)
         fc.opts.timeout_s = 1.0;
     fault_run_log log;
-    int rc = fault_run(&fc, &log);
-    if (rc)
+    int rc = fault_run(&fc, &log), failed = 0;
+    if (rc) {
+        remove_run_files(tmp, path, dump);
         return 1;
+    }
     printf("fault run on %d ranks: %s\n", fc.opts.ranks, rl_status_name(log.status));
     rl_diag_flight fl;
     memset(&fl, 0, sizeof fl);
@@ -316,29 +338,41 @@ static int part_diagnose(const args *a)
         fprintf(stderr, "the fault run failed (%s) but left no flight records to diagnose: %s\n",
                 rl_status_name(log.status), err);
         free(log.norms);
+        remove_run_files(tmp, path, dump);
         return 1;
     }
+    remove_run_files(tmp, path, dump);
+    if (log.status && tmp[0])
+        printf("(the flight records were read from a temporary folder, now removed: --trace FILE keeps the trace and "
+               "FILE.flight.json)\n");
     if (log.status) {
         diag_result d;
         int r = diagnose(&fl, &d);
         printf("diagnose(): %s\n", r ? rl_last_error(NULL) : d.message);
+        failed |= r != 0;
         rl_diag_flight_free(&fl);
     }
     straggler_result s;
-    if (detect_straggler(log.step_ms, fc.opts.ranks, &s) == 0)
+    int r = detect_straggler(log.step_ms, fc.opts.ranks, &s);
+    if (r == 0)
         printf("straggler detector: %s\n", s.message);
+    failed |= r != 0;
     spike_result sp;
     int done = 0;
     for (int st = 0; st < log.steps; st++)
         done += !isnan(log.norms[(int64_t)st * log.ranks * log.layers]);
-    if (detect_spike(log.norms, done ? done : 1, log.ranks, log.layers, &sp) == 0)
+    r = detect_spike(log.norms, done ? done : 1, log.ranks, log.layers, &sp);
+    if (r == 0)
         printf("spike detector: %s step %d, rank %d, layer %d\n", sp.found ? (sp.nonfinite ? "first NaN/Inf at" :
                "first spike at") : "nothing found;", sp.step, sp.rank, sp.layer);
+    failed |= r != 0;
     printf("\n== Lab 31.4 summary ==\nShape   flight records: per rank and communicator, (seq, op, count, dtype, "
            "state)\nCost    a straggler costs every other rank (its time − median) per step\nMachine which rank "
            "does your diagnose() name, and which would you investigate first: its node, its links?\n");
     free(log.norms);
-    return 0;
+    if (failed)
+        fprintf(stderr, "the run failed: a step of 31.4 above is not done yet (%s)\n", rl_last_error(NULL));
+    return failed;
 }
 
 /* ------------------------------------------------------------------ plan */
