@@ -1,6 +1,7 @@
 /* err.c — per-rank error messages. */
 #include <errno.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,39 @@ void *rl_xrealloc(void *p, size_t bytes, const char *what)
     return q;
 }
 
+FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen)
+{
+    if ((size_t)snprintf(tmp, tmplen, "%s.tmp-XXXXXX", path) >= tmplen) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f) {
+        close(fd);
+        unlink(tmp);
+    }
+    return f;
+}
+
+int rl_file_commit(FILE *f, const char *tmp, const char *path)
+{
+    int bad = ferror(f), e = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = 1, e = errno;
+    if (!bad && rename(tmp, path) != 0)
+        bad = 1, e = errno;
+    if (bad) {
+        unlink(tmp);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    return 0;
+}
+
 void rl_program_start(void)
 {
+    signal(SIGXFSZ, SIG_IGN); /* past ulimit -f a write fails with EFBIG and says so, not a silent kill */
     struct rlimit as; /* under ulimit -v: each thread's own malloc arena reserves 64 MiB of address
                        * space (eight threads, half a GiB): two arenas for all of them instead */
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)

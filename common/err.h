@@ -5,6 +5,7 @@
 #define RL_ERR_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct rl_ctx rl_ctx;
 
@@ -35,6 +36,12 @@ void *rl_xcalloc(size_t n, size_t size, const char *what);
 void *rl_xrealloc(void *p, size_t bytes, const char *what);
 /* rl_xcalloc's failure: the message, then exit status 1. */
 void rl_out_of_memory_exit(size_t bytes, const char *what) __attribute__((noreturn));
+/* Opens a new temporary file beside path (its name in tmp) for rl_file_commit: a record
+ * rewritten this way is either the old one or the new one, never a truncated one. NULL with
+ * errno set when it cannot. */
+FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen);
+/* Closes f and renames tmp over path: 0, or -1 (tmp removed, errno set) when a write failed. */
+int rl_file_commit(FILE *f, const char *tmp, const char *path);
 /* The last error message recorded on this rank ("" if none). */
 const char *rl_last_error(const rl_ctx *ctx);
 /* Clears the last error message of this rank. */

@@ -1,4 +1,5 @@
 /* hints.c — a lab's hint ladder and the record of the hints shown (hints.h). */
+#include "err.h"
 #include "hints.h"
 #include <ctype.h>
 #include <errno.h>
@@ -181,13 +182,14 @@ int rl_hints_used_set(rl_hints_used *u, const char *id, int n)
 
 int rl_hints_used_save(const char *path, const rl_hints_used *u, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4200];
+    FILE *f = rl_file_begin(path, tmp, sizeof tmp);
     if (!f)
         FAIL("%s: %s", path, strerror(errno));
     fprintf(f, "# The hints `make hint` has shown, per step (submitted with your work; `make grade` lists them).\n");
     for (int i = 0; i < u->n; i++)
         fprintf(f, "%s %d\n", u->id[i], u->shown[i]);
-    if (fclose(f))
-        FAIL("%s: %s", path, strerror(errno));
+    if (rl_file_commit(f, tmp, path))
+        FAIL("%s: %s (the record is as it was)", path, strerror(errno));
     return 0;
 }

@@ -93,11 +93,11 @@ int rl_cmd_hint(int argc, char **argv)
                 print_rung(st, k);
             printf("That is every hint of step %s (%d of %d).\n", st->id, seen, st->nrungs);
         } else {
-            print_rung(st, seen);
             if (rl_hints_used_set(&u, st->id, seen + 1) || rl_hints_used_save(used_path, &u, err, sizeof err)) {
-                fprintf(stderr, "ringlab hint: could not record the hint: %s\n", err);
+                fprintf(stderr, "ringlab hint: could not record the hint, so it is not shown: %s\n", err);
                 rc = 1;
             } else {
+                print_rung(st, seen);
                 printf("Seen %d of %d hints of step %s (recorded in %s, which you submit; ALL=1 shows them "
                        "again).%s\n",
                        seen + 1, st->nrungs, st->id, used_path,

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli.h"
+#include "err.h"
 #include "hints.h"
 
 #define MAX_STEPS RL_HINTS_MAX_STEPS
@@ -198,14 +199,15 @@ static void rec_load(const char *path, lab_rec *r)
 
 static int rec_save(const char *path, const lab_rec *r, const char *lab)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4200];
+    FILE *f = rl_file_begin(path, tmp, sizeof tmp);
     if (!f)
         return -1;
     fprintf(f, "# the last grade of each step of %s (make grade writes it; make progress reads it)\n", lab);
     for (int i = 0; i < r->n; i++)
         if (r->s[i].graded)
             fprintf(f, "%s %d %d %lld %s\n", r->s[i].id, r->s[i].score, r->s[i].max, r->s[i].when, r->s[i].files);
-    return fclose(f) ? -1 : 0;
+    return rl_file_commit(f, tmp, path);
 }
 
 /* The grader's results file, or NULL with a message. */

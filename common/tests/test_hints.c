@@ -161,6 +161,16 @@ START_TEST(test_hint_one_rung_at_a_time)
     ck_assert_int_eq(rl_hints_used_load(used, &u, err, sizeof err), 0);
     ck_assert_int_eq(rl_hints_used_get(&u, "28.1"), 3);
     ck_assert_int_eq(rl_hints_used_get(&u, "28.2"), 1);
+    /* a hint that cannot be recorded is not shown, and the record stays as it was */
+    ck_assert_int_eq(hint("/nonexistent/used.txt", "28.1", out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "so it is not shown") && !strstr(out, "-- hint "), "%s", out);
+    char a[512];
+    snprintf(a, sizeof a, "hint labs/28_ddp 28.2 --used %s", used);
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "ulimit -f 0;", a, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "File too large (the record is as it was)") && !strstr(out, "-- hint "), "%s", out);
+    ck_assert_int_eq(rl_hints_used_load(used, &u, err, sizeof err), 0);
+    ck_assert_int_eq(rl_hints_used_get(&u, "28.1"), 3);
+    ck_assert_int_eq(rl_hints_used_get(&u, "28.2"), 1);
     unlink(used);
 }
 END_TEST
