@@ -395,6 +395,12 @@ int rl_cmd_view(int argc, char **argv)
         }
     }
     int w = 200, h = 60;
+    if (size && parse_size(size, &w, &h) && render && (w < RL_TUI_MIN_W || h < RL_TUI_MIN_H)) {
+        fprintf(stderr, "ringlab view: --size %dx%d is too small for a view: it needs %dx%d at least\n", w, h,
+                RL_TUI_MIN_W, RL_TUI_MIN_H);
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     if (size && !parse_size(size, &w, &h)) {
         fprintf(stderr, "ringlab view: --size '%s': give WIDTHxHEIGHT in cells, e.g. 120x40 (1 to 1000 each)\n", size);
         usage(stderr);
@@ -475,8 +481,13 @@ int rl_cmd_view(int argc, char **argv)
     if (narrate) {
         rl_tui_model *m = rl_tui_model_new(t);
         char text[2048];
-        if (m)
-            rl_tui_narrate(m, &st, text, sizeof text), printf("%s\n", text);
+        if (m) {
+            rl_tui_narrate(m, &st, text, sizeof text);
+            for (char *p = text; *p; p++) /* names come from the file: no escape sequences to the terminal */
+                if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
+                    *p = '?';
+            printf("%s\n", text);
+        }
         else
             fprintf(stderr, "ringlab view: out of memory\n");
         rl_tui_model_free(m);

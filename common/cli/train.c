@@ -1,5 +1,6 @@
 /* train.c — `ringlab train --model mlp|transformer|moe --steps N`: one-rank training of a
  * model from common/model.h on its synthetic task, printing the loss as it falls. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static void usage(FILE *f)
             "                     [--bf16] [common options]\n"
             "One-rank training on the synthetic task of the model (mlp, moe: regression on a random\n"
             "teacher network; transformer: a second-order Markov token task), AdamW, printing the loss\n"
-            "every K steps and a last line 'initial loss X, final loss Y (Z× lower)'.\n"
+            "every K steps and a last line 'initial loss X, final loss Y (Z× lower)', or exit 1 when the loss grew.\n"
             "  --model     mlp (default), transformer or moe\n"
             "  --steps     training steps (default 300)\n"
             "  --lr        AdamW learning rate (default 3e-3)\n"
@@ -160,6 +161,11 @@ int rl_cmd_train(int argc, char **argv)
     int rc = rl_launch(&opts, train_rank, &a, NULL);
     if (rc)
         return rl_exit_status(rc);
+    if (!isfinite(a.last_loss) || a.last_loss > a.first_loss) {
+        printf("initial loss %.5f, final loss %.5g: the training diverged (try a smaller --lr)\n", a.first_loss,
+               a.last_loss);
+        return RL_EXIT_FAIL;
+    }
     printf("initial loss %.5f, final loss %.5f (%.1f× lower)\n", a.first_loss, a.last_loss,
            a.last_loss > 0 ? a.first_loss / a.last_loss : 0.0);
     return RL_EXIT_OK;

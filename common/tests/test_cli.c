@@ -344,6 +344,10 @@ START_TEST(test_cli_outputs)
         ck_assert_msg(i > 0 || (!strstr(out, "loss") && strstr(out, "nothing was run")),
                       "`%s`: the folder does not exist: refused before the run, not after it:\n%.1500s", cmd, out);
     }
+    snprintf(cmd, sizeof cmd, "%s/ringlab train --steps 20 --lr 10", rl_test_build()); /* a diverging run */
+    int rc = run_line(cmd, NULL, out, sizeof out);
+    ck_assert_msg(rc == 1 && strstr(out, "the training diverged (try a smaller --lr)") && !strstr(out, "lower)"),
+                  "`%s`: exit %d; expected 1 and the divergence said:\n%.1500s", cmd, rc, out);
     static const char *const full[] = { "calc zero --params 7B --dp 8", "bench all_reduce -b 1K -e 1K -n 1 -w 0",
                                         "view --synth 1f1b --out /dev/stdout" };
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) {

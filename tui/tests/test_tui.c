@@ -934,6 +934,7 @@ START_TEST(test_cli_render_and_refusals)
         { "--render timeline --size x24", "'x24'" },               { "--render timeline --at 0x10us", "'0x10us'" },
         { "--render timeline --at -5us", "'-5us'" },               { "--render timeline --at inf", "'inf'" },
         { "--narrate --at 10s", "after the run's end" },           { "--render memory --at 1e9", "from 0 to" },
+        { "--render timeline --size 49x40", "too small for a view" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s/ringlab view %s %s 2>&1", rl_test_build(), path, bad[i].args);
@@ -943,6 +944,23 @@ START_TEST(test_cli_render_and_refusals)
         ck_assert_msg(WEXITSTATUS(pclose(p)) == 2 && strstr(out, bad[i].want), "view %s: expected exit 2 and \"%s\":"
                       "\n%s", bad[i].args, bad[i].want, out);
     }
+    remove(path);
+}
+END_TEST
+
+/* --narrate prints names from the file: never an escape sequence to the terminal. */
+START_TEST(test_narrate_no_escapes)
+{
+    char path[128], cmd[512], out[4096];
+    snprintf(path, sizeof path, "/tmp/rl_tui_esc_%d.json", (int)getpid());
+    write_file(path, "{\"ringlab\": {\"version\": 1, \"ranks\": 1}, \"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, "
+                     "\"tid\": 0, \"ts\": 0, \"dur\": 1000, \"name\": \"\\u001b]0;x\\u0007\\u001b[2J\"}]}");
+    snprintf(cmd, sizeof cmd, "%s/ringlab view %s --narrate --at 0.5ms 2>&1", rl_test_build(), path);
+    FILE *p = popen(cmd, "r");
+    size_t k = fread(out, 1, sizeof out - 1, p);
+    out[k] = 0;
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_msg(strstr(out, "computes ?]0;x??[2J") && !strchr(out, 0x1b) && !strchr(out, 0x07), "%s", out);
     remove(path);
 }
 END_TEST
@@ -1358,6 +1376,7 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_trace_reader_streams);
     tcase_add_test(io, test_printed_charts);
     tcase_add_test(io, test_cli_render_and_refusals);
+    tcase_add_test(io, test_narrate_no_escapes);
     if (!rl_test_quick()) /* (ASan's shadow needs the address space) */
         tcase_add_test(io, test_bench_memory_and_no_leftovers);
     tcase_add_test(io, test_live_refuses_without_tty);
