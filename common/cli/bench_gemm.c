@@ -67,10 +67,14 @@ static double peak_estimate(char *how, int howlen)
         fclose(f);
     const char *clock_src = "/proc/cpuinfo 'cpu MHz' (nominal)";
     double run_mhz = measured_mhz();
-    char src[96];
-    if (run_mhz > 0) {
+    char src[128];
+    if (run_mhz > 0 && run_mhz < 7000 && (mhz <= 0 || run_mhz < 2.5 * mhz)) {
         snprintf(src, sizeof src, "measured with a dependent-add loop; cpuinfo says %.0f MHz", mhz);
         mhz = run_mhz;
+        clock_src = src;
+    } else if (run_mhz > 0) { /* a loop the compiler or a busy machine made meaningless: the nominal clock */
+        snprintf(src, sizeof src, "cpuinfo's nominal clock: the dependent-add loop measured an implausible %.0f MHz",
+                 run_mhz);
         clock_src = src;
     }
     /* fp32 FLOPs per cycle = FMA pipes × lanes × 2. AMD Zen 4 (family 25) splits AVX-512 over

@@ -243,6 +243,12 @@ static int record(const char *dir, const char *labdir, const char *results, cons
     json_array_foreach(json_object_get(j, "tests"), i, t)
     {
         const char *id = json_string_value(json_object_get(t, "number"));
+        if (id && atoi(id) != atoi(lab)) { /* a step of another lab: the wrong results file */
+            fprintf(stderr, "ringlab progress: %s grades step %s, not a step of lab %s: give lab %s's results file\n",
+                    results, id, lab, lab);
+            json_decref(j);
+            return 2;
+        }
         step_rec *s = id ? find(&fresh, id, 1) : NULL;
         if (!s)
             continue;
@@ -264,7 +270,7 @@ static int record(const char *dir, const char *labdir, const char *results, cons
             drop_answers(s->files);
     }
     if ((mkdir(dir, 0755) && errno != EEXIST) || rec_save(path, &r, lab)) {
-        fprintf(stderr, "ringlab progress: cannot write %s\n", path);
+        fprintf(stderr, "ringlab progress: cannot write %s: %s\n", path, strerror(errno));
         return 1;
     }
     return 0;

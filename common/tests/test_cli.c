@@ -499,6 +499,9 @@ START_TEST(test_cli_make_variables)
         { "build/ringlab progress labs/99_x", "'labs/99_x' is not a lab's folder" },
         { "build/ringlab progress --dir /dev/null", "--dir '/dev/null' is not a folder" },
         { "build/ringlab progress --step", "--step needs a value" },
+        { "true; build/solutions/28_ddp/grade --step 28.1 --json /tmp/rl_cli_r28.json >/dev/null; "
+          "build/ringlab progress --record labs/29_zero_fsdp /tmp/rl_cli_r28.json --dir /tmp/rl_cli_pp",
+          "grades step 28.1, not a step of lab 29_zero_fsdp" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[256], *o;
