@@ -671,6 +671,21 @@ static void check_api_calls(const rl_grade_test *t)
 /* The grading run's scratch folder (each test's child works in a folder of its own below it). */
 static char scratch_base[512];
 
+/* Ctrl-C, TERM or HUP while grading: the scratch folder goes too (rm in a child: only
+ * async-signal-safe calls here), then the signal ends the grader as it would have. */
+static void remove_scratch_on_signal(int sig)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/rm", "rm", "-rf", scratch_base, (char *)NULL);
+        _exit(127);
+    }
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 #define WATCH_FD 3 /* in the child: the write end of the pipe its watch reports to (apiwatch.h) */
 extern char __executable_start[], _end[]; /* the program's own mappings (the linker's symbols) */
 
@@ -1311,6 +1326,9 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         free(sel);
         return 2;
     }
+    static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+    for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
+        signal(stops[k], remove_scratch_on_signal);
     double scale = rl_grade_time_scale();
     printf("Grading lab %s (%s): %d test%s", lab->id, lab->title, nsel, nsel == 1 ? "" : "s");
     if (exam_mode)

@@ -485,6 +485,24 @@ START_TEST(test_cli_grade_arguments)
 }
 END_TEST
 
+/* A grade stopped by INT, TERM or HUP leaves no scratch folder behind. */
+START_TEST(test_cli_grade_stopped_cleans_up)
+{
+    char dir[] = "/tmp/rl_cli_stop_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const sigs[] = { "INT", "TERM", "HUP" };
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[512], *o;
+        snprintf(cmd, sizeof cmd, "TMPDIR=%s timeout -s %s 1 %s/solutions/29_zero_fsdp/grade >/dev/null 2>&1; "
+                 "sleep 0.3; ls -A %s", dir, sigs[i], rl_test_build(), dir);
+        rl_test_run(cmd, &o);
+        ck_assert_msg(!o[0], "after SIG%s the grader left in its TMPDIR:\n%s", sigs[i], o);
+        free(o);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 /* make's variables: a lab or a step that does not exist, a world of 0 ranks. */
 START_TEST(test_cli_make_variables)
 {
@@ -526,6 +544,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, test_cli_bench_progress);
     tcase_add_test(tc, test_cli_fault_never_fired);
     tcase_add_test(tc, test_cli_grade_arguments);
+    tcase_add_test(tc, test_cli_grade_stopped_cleans_up);
     if (!rl_test_quick()) { /* make runs the normal build's binaries; ASan's shadow needs the address space */
         tcase_add_test(tc, test_cli_make_variables);
         tcase_add_test(tc, test_cli_address_space_limit);
