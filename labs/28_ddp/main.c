@@ -240,7 +240,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "the run stopped (%s) on the fault injected with --fault: see the report above\n",
                     rl_status_name(rc));
         else {
-            fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=28\n",
+            fprintf(stderr, "the run failed (%s): the message above says why; when it names a step of yours, fix it, "
+                    "then: make grade LAB=28\n",
                     rl_status_name(rc));
             if (me <= 0) { /* the bucket plan needs only 28.2: show it all the same */
                 double ideal, last;

@@ -252,7 +252,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "the run stopped (%s) on the fault injected with --fault: see the report above\n",
                     rl_status_name(rc));
         else
-            fprintf(stderr, "the run failed (%s); fix the step named above, then: make grade LAB=29\n",
+            fprintf(stderr, "the run failed (%s): the message above says why; when it names a step of yours, fix it, "
+                    "then: make grade LAB=29\n",
                     rl_status_name(rc));
         return rl_exit_status(rc);
     }

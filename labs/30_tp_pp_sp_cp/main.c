@@ -98,10 +98,20 @@ int main(int argc, char **argv)
         }
     }
     int t = cfg.opts.ranks;
-    if (cfg.p > MP_MAX_RANKS || cfg.m > MP_MAX_MB || cfg.v > MP_MAX_CHUNKS || t > MP_MAX_RANKS ||
-        cfg.s % (2 * t) || cfg.h % cfg.heads) {
-        fprintf(stderr, "need p, t <= %d, m <= %d, v <= %d, --seq divisible by 2t (zig-zag) and --hidden by --heads\n",
-                MP_MAX_RANKS, MP_MAX_MB, MP_MAX_CHUNKS);
+    char why[160] = "";
+    if (cfg.p > MP_MAX_RANKS || t > MP_MAX_RANKS)
+        snprintf(why, sizeof why, "pipeline stages p = %d and ranks t = %d: at most %d each", cfg.p, t, MP_MAX_RANKS);
+    else if (cfg.m > MP_MAX_MB)
+        snprintf(why, sizeof why, "micro-batches m = %d: at most %d", cfg.m, MP_MAX_MB);
+    else if (cfg.v > MP_MAX_CHUNKS)
+        snprintf(why, sizeof why, "chunks per stage v = %d: at most %d", cfg.v, MP_MAX_CHUNKS);
+    else if (cfg.s % (2 * t))
+        snprintf(why, sizeof why, "--seq %lld is not divisible by 2t = %d (zig-zag chunks for %d ranks)", (long long)cfg.s,
+                 2 * t, t);
+    else if (cfg.h % cfg.heads)
+        snprintf(why, sizeof why, "--hidden %lld is not divisible by --heads %d", (long long)cfg.h, (int)cfg.heads);
+    if (why[0]) {
+        fprintf(stderr, "%s\n", why);
         usage(stderr);
         return RL_EXIT_USAGE;
     }
@@ -213,6 +223,7 @@ int main(int argc, char **argv)
                s.pp_loss, s.pp_ref_loss);
     }
     if (rc && rc != RL_ERR_NOT_IMPLEMENTED)
-        fprintf(stderr, "a part failed (%s); fix the step named above, then: make grade LAB=30\n", rl_status_name(rc));
+        fprintf(stderr, "a part failed (%s): the message above says why; when it names a step of yours, fix it, "
+                "then: make grade LAB=30\n", rl_status_name(rc));
     return rc ? rl_exit_status(rc) : 0;
 }
