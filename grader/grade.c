@@ -1247,7 +1247,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             char *end;
             long v = strtol(argv[++i], &end, 10);
             if (*end || end == argv[i] || v < 0 || v > 1000) {
-                fprintf(stderr, "grade: --hint-penalty '%s' is not a number of points (0 to 1000)\n", argv[i]);
+                fprintf(stderr, "grade: --hint-penalty '%s' is not a whole number of points (0 to 1000)\n", argv[i]);
                 return 2;
             }
             hint_penalty = (int)v;
