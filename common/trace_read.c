@@ -211,9 +211,16 @@ static int finish_event(reader *r)
         ev.bytes = num(&e[K_BYTES]);
     if (is_num(&e[K_FLOPS]))
         ev.flops = num(&e[K_FLOPS]);
-    for (int k = 0; k < RL_NTAGS; k++)
-        if (int_in(&e[K_TAG0 + k], 0, 1 << 30))
-            ev.tags[k] = (int)e[K_TAG0 + k].i;
+    for (int k = 0; k < RL_NTAGS; k++) {
+        const val *v = &e[K_TAG0 + k];
+        int hi = k == RL_TAG_STEP ? 100000000 : 1000000;
+        if (v->kind == V_NONE)
+            continue;
+        if (!int_in(v, 0, (long long)hi + 1))
+            return fail(r, "traceEvents[%zu].args.%s must be a whole number from 0 to %d", i, rl_tag_name((rl_tag)k),
+                        hi);
+        ev.tags[k] = (int)v->i;
+    }
     if (e[K_PHASE].kind == V_STRING)
         ev.phase = e[K_PHASE].s[0];
     if (e[K_SEQ].kind == V_INT)
@@ -305,10 +312,12 @@ static int value(reader *r, vkind kind, long long i, double d, const unsigned ch
         r->peak_row++;
         return 1;
     case C_PEAK:
-        if (k >= K_MEM0 && k < K_MEM0 + RL_MEM_NCAT && r->peak_row < MAX_RANKS && (kind == V_INT || kind == V_REAL)) {
-            double x = kind == V_INT ? (double)i : d;
-            if (x >= 0 && x < 1e18)
-                r->peak[r->peak_row][k - K_MEM0] = (int64_t)x;
+        if (k >= K_MEM0 && k < K_MEM0 + RL_MEM_NCAT && r->peak_row < MAX_RANKS) {
+            double x = kind == V_INT ? (double)i : kind == V_REAL ? d : -1;
+            if (!(x >= 0 && x < 1e18))
+                return fail(r, "\"ringlab.memory_peak\"[%d].%s must be a byte count from 0 to 1e18", r->peak_row,
+                            rl_mem_cat_name((rl_mem_cat)(k - K_MEM0)));
+            r->peak[r->peak_row][k - K_MEM0] = (int64_t)x;
         }
         return 1;
     case C_MESH:

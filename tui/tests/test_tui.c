@@ -858,6 +858,12 @@ START_TEST(test_malformed_traces)
         { "huge2.json", "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}", "line 2", NULL },
         { "huge3.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}", "\"pid\"", NULL },
         { "huge4.json", "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}", "ringlab.ranks", NULL },
+        { "tag1.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"args\": {\"bucket\": 1e30}}]}",
+          "args.bucket must be a whole number from 0 to 1000000", NULL },
+        { "tag2.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"args\": {\"mb\": -5}}]}",
+          "args.mb must be a whole number", NULL },
+        { "peak1.json", "{\"ringlab\": {\"ranks\": 1, \"memory_peak\": [{\"param\": \"x\"}]}, \"traceEvents\": []}",
+          "memory_peak\"[0].param must be a byte count", NULL },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, bad[i].file);
@@ -871,7 +877,7 @@ START_TEST(test_malformed_traces)
     /* huge but legal values load and render */
     snprintf(path, sizeof path, "%s/huge5.json", dir);
     write_file(path, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"cat\": \"comm\", \"name\": \"big\","
-                     " \"ts\": 1e14, \"dur\": 1e14, \"args\": {\"bytes\": 1e308, \"flops\": 1e308, \"bucket\": 1e30}}]}");
+                     " \"ts\": 1e14, \"dur\": 1e14, \"args\": {\"bytes\": 1e308, \"flops\": 1e308, \"bucket\": 1000000}}]}");
     t = rl_trace_read_json(path, err, sizeof err);
     ck_assert_msg(t != NULL, "%s", err);
     for (int v = 0; v < RL_NVIEWS; v++) {
