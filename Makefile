@@ -544,7 +544,7 @@ endif
 	$(if $(filter %/,$(JSON)),mkdir -p $(JSON);) \
 	for l in $(LAB_SEL); do \
 	  echo "== grading lab $$l: $(if $(filter solutions,$(LAB_KIND)),the reference solution (solutions/$$l),your code (labs/$$l)) =="; \
-	  rm -f $(BUILD)/results-$$l.json; files_graded=$$($(RINGLAB) progress --files-of $(LAB_KIND)/$$l); \
+	  rm -f $(BUILD)/results-$$l.json; files_graded=$(if $(filter labs,$(LAB_KIND)),$$($(RINGLAB) progress --files-of labs/$$l),); \
 	  $(BUILD)/$(LAB_KIND)/$$l/grade --answers $(LAB_KIND)/$$l/answers.txt $(if $(STEP),--step $(STEP),) \
 	    $(if $(filter labs,$(LAB_KIND)),--hints labs/$$l/hints-used.txt $(if $(HINT_PENALTY),--hint-penalty $(HINT_PENALTY),),) \
 	    $(if $(filter-out 0,$(EXAM)),--exam,) --details $(BUILD)/grade-$$l.details.txt --json $(BUILD)/results-$$l.json \

@@ -52,6 +52,7 @@ typedef struct {
     key k;              /* the key whose value comes next */
     int saw_events;     /* a traceEvents array (or a top-level array) */
     size_t index;       /* events seen so far */
+    size_t other_ph;    /* of them, events of a kind ringlab does not draw (B/E, i, s ...) */
     val ev[K_NKEYS];    /* the event being read: its fields, args included */
     char *shapes;       /* its args.shapes (owned until handed to the trace) */
     int64_t *peers;     /* its args.peer_bytes */
@@ -163,8 +164,10 @@ static int finish_event(reader *r)
     if (int_in(&e[K_PID], 0, MAX_RANKS) && (int)e[K_PID].i > r->max_pid)
         r->max_pid = (int)e[K_PID].i;
     int counter = strcmp(e[K_PH].s, "C") == 0;
-    if (strcmp(e[K_PH].s, "X") && !counter)
+    if (strcmp(e[K_PH].s, "X") && !counter) {
+        r->other_ph += strcmp(e[K_PH].s, "M") != 0; /* (M: names of processes and threads) */
         return 1;
+    }
     int hi = r->ranks ? r->ranks : MAX_RANKS;
     if (!int_in(&e[K_PID], 0, hi))
         return fail(r, "traceEvents[%zu] has \"pid\" outside 0..%d", i, hi - 1);
@@ -533,6 +536,9 @@ static int finish(reader *r)
 {
     if (!r->saw_events)
         return fail(r, "no \"traceEvents\" array (is it a Chrome trace-event file?)");
+    if (r->t->n == 0 && r->t->nmem == 0 && r->other_ph > 0)
+        return fail(r, "none of its %zu events is of a kind ringlab draws: \"ph\" \"X\" (a span) or \"C\" (a memory "
+                    "counter)", r->other_ph);
     int nranks = r->ranks ? r->ranks : r->max_pid + 1; /* (max_pid starts at 0: one rank at least) */
     rl_trace *t = r->t;
     int64_t (*peak)[RL_MEM_NCAT] = realloc(t->peak, (size_t)nranks * sizeof *t->peak);

@@ -409,7 +409,12 @@ int rl_cmd_progress(int argc, char **argv)
         else if (!strcmp(argv[i], "--files") && i + 1 < argc)
             files = argv[++i];
         else if (!strcmp(argv[i], "--files-of") && i + 1 < argc) {
-            char list[FILES_LEN];
+            char list[FILES_LEN], hints[1100];
+            struct stat hs;
+            snprintf(hints, sizeof hints, "%s/hints.md", argv[i + 1]);
+            if (stat(hints, &hs) || !S_ISREG(hs.st_mode))
+                return fprintf(stderr, "ringlab progress: '%s' is not a lab's folder (it has no hints.md; e.g. "
+                               "labs/28_ddp)\n", argv[i + 1]), 2;
             lab_files(argv[i + 1], list, sizeof list);
             printf("%s\n", list);
             return 0;

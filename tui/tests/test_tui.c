@@ -858,6 +858,8 @@ START_TEST(test_malformed_traces)
         { "huge2.json", "{\"traceEvents\": [\n{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1e999}]}", "line 2", NULL },
         { "huge3.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 99999999999999, \"ts\": 1}]}", "\"pid\"", NULL },
         { "huge4.json", "{\"traceEvents\": [], \"ringlab\": {\"ranks\": 1000000000}}", "ringlab.ranks", NULL },
+        { "ph1.json", "{\"traceEvents\": [{\"ph\": \"B\", \"pid\": 0, \"ts\": 1}, {\"ph\": \"E\", \"pid\": 0, \"ts\": 2}]}",
+          "none of its 2 events is of a kind ringlab draws", NULL },
         { "tag1.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"args\": {\"bucket\": 1e30}}]}",
           "args.bucket must be a whole number from 0 to 1000000", NULL },
         { "tag2.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"args\": {\"mb\": -5}}]}",
