@@ -1231,7 +1231,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
             struct stat st;
-            int bad = stat(answers_path, &st) ? errno : S_ISREG(st.st_mode) ? 0 : -1;
+            int bad = stat(answers_path, &st) ? (errno == ENOENT ? 0 : errno) : S_ISREG(st.st_mode) ? 0 : -1;
             if (bad) {
                 fprintf(stderr, "grade: --answers '%s': %s (give the lab's answers.txt)\n", answers_path,
                         bad > 0 ? strerror(bad) : "not a regular file");

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -311,15 +312,17 @@ static int part_diagnose(const args *a)
     fc.opts = a->opts;
     char tmp[300] = "", path[320], dump[340], err[256];
     if (!fc.opts.trace_path) { /* --trace FILE, else a folder of this run's own, removed at the end */
-        snprintf(tmp, sizeof tmp, "%s/rl31-diagnose-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(tmp)) {
-            fprintf(stderr, "cannot make a temporary folder '%s': %s (set TMPDIR to a folder you may write to)\n", tmp,
-                    strerror(errno));
+        /* one folder per user, made here with mode 0700 (or one already so: never a link or another's) */
+        snprintf(tmp, sizeof tmp, "%s/rl31-diagnose-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getuid());
+        struct stat st;
+        if ((mkdir(tmp, 0700) && errno != EEXIST) || lstat(tmp, &st) || !S_ISDIR(st.st_mode) ||
+            st.st_uid != getuid() || (st.st_mode & 077)) {
+            fprintf(stderr, "cannot use the temporary folder '%s' (it must be this user's own, mode 0700): set TMPDIR "
+                    "to a folder you may write to, or give --trace FILE\n", tmp);
             return 1;
         }
         snprintf(path, sizeof path, "%s/trace.json", tmp);
         fc.opts.trace_path = path;
-        fc.opts.quiet = 1; /* (no "trace written to" a file that is removed at the end) */
     }
     snprintf(dump, sizeof dump, "%s.flight.json", fc.opts.trace_path);
     unlink(dump); /* never diagnose the records of an earlier run */
