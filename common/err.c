@@ -7,6 +7,7 @@
 #include <string.h>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "internal.h"
 #include "mem.h"
@@ -104,6 +105,11 @@ FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen)
         return NULL;
     }
     int fd = mkstemp(tmp);
+    if (fd >= 0) { /* mkstemp makes it 0600: give it the mode fopen would (others may read the record) */
+        mode_t um = umask(0);
+        umask(um);
+        fchmod(fd, 0666 & ~um);
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (fd >= 0 && !f) {
         close(fd);
