@@ -98,6 +98,18 @@ void *rl_xrealloc(void *p, size_t bytes, const char *what)
     return q;
 }
 
+int rl_file_writable(const char *path)
+{
+    int existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return errno ? errno : EIO;
+    fclose(f);
+    if (!existed)
+        remove(path);
+    return 0;
+}
+
 FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen)
 {
     if ((size_t)snprintf(tmp, tmplen, "%s.tmp-XXXXXX", path) >= tmplen) {

@@ -36,6 +36,9 @@ void *rl_xcalloc(size_t n, size_t size, const char *what);
 void *rl_xrealloc(void *p, size_t bytes, const char *what);
 /* rl_xcalloc's failure: the message, then exit status 1. */
 void rl_out_of_memory_exit(size_t bytes, const char *what) __attribute__((noreturn));
+/* 0 when path can be written (a file made for the check is removed again), else the errno
+ * that says why: for options checked before a run, not after it. */
+int rl_file_writable(const char *path);
 /* Opens a new temporary file beside path (its name in tmp) for rl_file_commit: a record
  * rewritten this way is either the old one or the new one, never a truncated one. NULL with
  * errno set when it cannot. */

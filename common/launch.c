@@ -363,9 +363,9 @@ static void *rank_main(void *arg)
 {
     rl_ctx *ctx = arg;
     ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
-    if (ctx->status && ctx->status != RL_ERR_ABORTED) {
+    if (ctx->status) {
         /* the others would wait for it in their next collective until the watchdog: stop them
-         * now, as torchrun stops a job when one of its workers fails */
+         * now, as torchrun stops a job when one of its workers fails (after an abort: no-op) */
         char msg[sizeof ctx->err + 64];
         snprintf(msg, sizeof msg, "rank %d failed (%s)%s%s", ctx->rank, rl_status_name(ctx->status),
                  ctx->err[0] ? ": " : "", ctx->err[0] ? ctx->err : ", with no message");
@@ -652,14 +652,10 @@ static int check_trace_path(const char *trace_path, int rank)
 {
     char path[1024];
     const char *to = rank ? rl_trace_rank_path(trace_path, rank, path, sizeof path) : trace_path;
-    int existed = access(to, F_OK) == 0;
-    FILE *f = fopen(to, "a");
-    if (!f)
+    int e = rl_file_writable(to);
+    if (e)
         return rl_error(NULL, RL_ERR_IO, "cannot write trace '%s': %s (--trace FILE: a file in a folder that exists "
-                        "and that you may write to); nothing was run", to, strerror(errno));
-    fclose(f);
-    if (!existed)
-        remove(to);
+                        "and that you may write to); nothing was run", to, strerror(e));
     return RL_OK;
 }
 
@@ -805,14 +801,8 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
         if (result == RL_ERR_MISMATCH)
             report_mismatch(w);
         fprintf(stderr, "ringlab: %s\n", w->abort_msg);
-    } else {
+    } else { /* (a rank that failed aborted the world: here every rank succeeded) */
         rl_fault_report_unfired(w, stderr);
-        for (int r = 0; r < w->n && !result; r++)
-            if (w->ctxs[r] && w->ctxs[r]->status) {
-                result = w->ctxs[r]->status;
-                fprintf(stderr, "ringlab: rank %d failed (%s)%s%s\n", r, rl_status_name(result),
-                        w->ctxs[r]->err[0] ? ": " : "", w->ctxs[r]->err);
-            }
     }
     rl_trace *t = collect_trace(w);
     if (opts->trace_path) {

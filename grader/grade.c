@@ -1011,17 +1011,11 @@ static int set_learner(const char *arg)
  * why, naming the option, and returns 0. */
 static int writable(const char *path, const char *option)
 {
-    int existed = access(path, F_OK) == 0;
-    FILE *f = fopen(path, "a");
-    if (!f) {
+    int e = rl_file_writable(path);
+    if (e)
         fprintf(stderr, "grade: %s '%s': %s (a file in a folder that exists and that you may write to)\n", option,
-                path, strerror(errno));
-        return 0;
-    }
-    fclose(f);
-    if (!existed)
-        remove(path);
-    return 1;
+                path, strerror(e));
+    return !e;
 }
 
 static const rl_grade_step *find_step(const rl_grade_lab *lab, const char *id)

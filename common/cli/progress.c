@@ -394,6 +394,18 @@ static void show_lab(const char *labdir, const char *dir, const char *detail, ch
     rl_hints_free(&h);
 }
 
+/* 1 when dir is a lab's folder (it has a hints.md); else says so and returns 0. */
+static int is_lab_dir(const char *dir)
+{
+    char path[1280];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/hints.md", dir);
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return 1;
+    fprintf(stderr, "ringlab progress: '%s' is not a lab's folder (it has no hints.md; e.g. labs/28_ddp)\n", dir);
+    return 0;
+}
+
 int rl_cmd_progress(int argc, char **argv)
 {
     const char *dir = "build/progress", *step = NULL, *rec_lab = NULL, *rec_res = NULL, *files = NULL;
@@ -409,12 +421,9 @@ int rl_cmd_progress(int argc, char **argv)
         else if (!strcmp(argv[i], "--files") && i + 1 < argc)
             files = argv[++i];
         else if (!strcmp(argv[i], "--files-of") && i + 1 < argc) {
-            char list[FILES_LEN], hints[1100];
-            struct stat hs;
-            snprintf(hints, sizeof hints, "%s/hints.md", argv[i + 1]);
-            if (stat(hints, &hs) || !S_ISREG(hs.st_mode))
-                return fprintf(stderr, "ringlab progress: '%s' is not a lab's folder (it has no hints.md; e.g. "
-                               "labs/28_ddp)\n", argv[i + 1]), 2;
+            char list[FILES_LEN];
+            if (!is_lab_dir(argv[i + 1]))
+                return 2;
             lab_files(argv[i + 1], list, sizeof list);
             printf("%s\n", list);
             return 0;
@@ -454,10 +463,9 @@ int rl_cmd_progress(int argc, char **argv)
     for (int i = 0; i < nlabs; i++) { /* each a lab folder; the step, if one is named, in one of them */
         char path[1280], err[512];
         rl_hints h;
+        if (!is_lab_dir(labs[i]))
+            return 2;
         snprintf(path, sizeof path, "%s/hints.md", labs[i]);
-        if (stat(path, &sb) || !S_ISREG(sb.st_mode))
-            return fprintf(stderr, "ringlab progress: '%s' is not a lab's folder (it has no hints.md; e.g. "
-                           "labs/28_ddp)\n", labs[i]), 2;
         if (step && !rl_hints_load(path, &h, err, sizeof err))
             for (int k = 0; k < h.nsteps; k++)
                 has_step |= !strcmp(h.steps[k].id, step);
