@@ -210,8 +210,10 @@ void rl_rank_exit_aborted(rl_ctx *ctx)
     pthread_exit(NULL);
 }
 
+RL_API_WATCHED
 int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...)
 {
+    RL_API_ENTRY();
     char what[sizeof ctx->err];
     va_list ap;
     va_start(ap, fmt);
@@ -363,9 +365,9 @@ static void *rank_main(void *arg)
 {
     rl_ctx *ctx = arg;
     ctx->status = ctx->world->fn(ctx, ctx->world->fn_arg);
-    if (ctx->status) {
+    if (ctx->status && ctx->status != RL_ERR_ABORTED) {
         /* the others would wait for it in their next collective until the watchdog: stop them
-         * now, as torchrun stops a job when one of its workers fails (after an abort: no-op) */
+         * now, as torchrun stops a job when one of its workers fails */
         char msg[sizeof ctx->err + 64];
         snprintf(msg, sizeof msg, "rank %d failed (%s)%s%s", ctx->rank, rl_status_name(ctx->status),
                  ctx->err[0] ? ": " : "", ctx->err[0] ? ctx->err : ", with no message");
@@ -801,8 +803,14 @@ int rl_run_finish(rl_run *run, rl_trace **out_trace)
         if (result == RL_ERR_MISMATCH)
             report_mismatch(w);
         fprintf(stderr, "ringlab: %s\n", w->abort_msg);
-    } else { /* (a rank that failed aborted the world: here every rank succeeded) */
+    } else { /* (a rank that failed aborted the world, unless it said it was aborted itself) */
         rl_fault_report_unfired(w, stderr);
+        for (int r = 0; r < w->n && !result; r++)
+            if (w->ctxs[r] && w->ctxs[r]->status) {
+                result = w->ctxs[r]->status;
+                fprintf(stderr, "ringlab: rank %d failed (%s)%s%s\n", r, rl_status_name(result),
+                        w->ctxs[r]->err[0] ? ": " : "", w->ctxs[r]->err);
+            }
     }
     rl_trace *t = collect_trace(w);
     if (opts->trace_path) {
