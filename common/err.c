@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "apiwatch.h"
 #include "internal.h"
 #include "mem.h"
 
@@ -75,31 +76,39 @@ static void check_stdout(int status, void *arg)
     }
 }
 
+RL_API_WATCHED
 void rl_out_of_memory_exit(size_t bytes, const char *what)
 {
+    RL_API_ENTRY();
     fprintf(stderr, "ringlab: out of memory: needed %zu bytes for %s (free some memory, or raise ulimit -v)\n",
             bytes, what);
     exit(1); /* RL_EXIT_FAIL */
 }
 
+RL_API_WATCHED
 void *rl_xcalloc(size_t n, size_t size, const char *what)
 {
+    RL_API_ENTRY();
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
         rl_out_of_memory_exit(n * size, what);
     return p;
 }
 
+RL_API_WATCHED
 void *rl_xrealloc(void *p, size_t bytes, const char *what)
 {
+    RL_API_ENTRY();
     void *q = realloc(p, bytes ? bytes : 1);
     if (!q)
         rl_out_of_memory_exit(bytes, what);
     return q;
 }
 
+RL_API_WATCHED
 int rl_file_writable(const char *path)
 {
+    RL_API_ENTRY();
     int existed = access(path, F_OK) == 0;
     FILE *f = fopen(path, "a");
     if (!f)
@@ -110,8 +119,10 @@ int rl_file_writable(const char *path)
     return 0;
 }
 
+RL_API_WATCHED
 FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen)
 {
+    RL_API_ENTRY();
     if ((size_t)snprintf(tmp, tmplen, "%s.tmp-XXXXXX", path) >= tmplen) {
         errno = ENAMETOOLONG;
         return NULL;
@@ -130,8 +141,10 @@ FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen)
     return f;
 }
 
+RL_API_WATCHED
 int rl_file_commit(FILE *f, const char *tmp, const char *path)
 {
+    RL_API_ENTRY();
     int bad = ferror(f), e = errno;
     if (fclose(f) != 0 && !bad)
         bad = 1, e = errno;
@@ -145,8 +158,10 @@ int rl_file_commit(FILE *f, const char *tmp, const char *path)
     return 0;
 }
 
+RL_API_WATCHED
 void rl_program_start(void)
 {
+    RL_API_ENTRY();
     signal(SIGXFSZ, SIG_IGN); /* past ulimit -f a write fails with EFBIG and says so, not a silent kill */
     struct rlimit as; /* under ulimit -v: each thread's own malloc arena reserves 64 MiB of address
                        * space (eight threads, half a GiB): two arenas for all of them instead */
