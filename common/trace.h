@@ -57,6 +57,7 @@ typedef struct rl_trace {
     int mesh_sizes[RL_MESH_MAX];
     char **meta_keys, **meta_vals;  /* headline figures for the status line */
     int nmeta;
+    size_t skipped;                 /* read from a file: events of kinds not drawn, left out */
 } rl_trace;
 
 /* Category name ("compute", "comm", "p2p", "idle", "memory"); parse returns -1 if unknown. */

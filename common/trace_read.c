@@ -541,6 +541,7 @@ static int finish(reader *r)
                     "counter)", r->other_ph);
     int nranks = r->ranks ? r->ranks : r->max_pid + 1; /* (max_pid starts at 0: one rank at least) */
     rl_trace *t = r->t;
+    t->skipped = r->other_ph;
     int64_t (*peak)[RL_MEM_NCAT] = realloc(t->peak, (size_t)nranks * sizeof *t->peak);
     if (!peak)
         return fail(r, "out of memory");

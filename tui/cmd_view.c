@@ -502,6 +502,9 @@ int rl_cmd_view(int argc, char **argv)
     } else {
         rc = rl_tui_replay(t, file);
     }
+    if (t->skipped) /* (after the TUI, which would clear it from the screen) */
+        fprintf(stderr, "ringlab view: note: %zu events of kinds ringlab does not draw (\"ph\" other than \"X\", "
+                "\"C\" and \"M\") were left out\n", t->skipped);
     rl_trace_free(t);
     return rc;
 }

@@ -20,7 +20,9 @@
 #include "hints.h"
 
 #define MAX_STEPS RL_HINTS_MAX_STEPS
-#define FILES_LEN 1024
+#define FILES_LEN 4096 /* a record's list; what does not fit is folded into one item */
+#define FILES_FMT "%4095s"
+#define OTHERS "+others" /* the item that stands for the files left out of the list */
 
 typedef struct {
     char id[RL_HINTS_ID_LEN];
@@ -81,32 +83,96 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The lab's graded files as "name:hash,..." in name order (its .c and .h files, answers.txt). */
+/* One file's share of the OTHERS hash: its name and its bytes' hash. */
+static uint64_t item_hash(const char *name, uint64_t h)
+{
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+/* Whether a file name can stand in a "name:hash,..." list as it is. */
+static int listable(const char *name)
+{
+    if (!*name || strlen(name) > 255)
+        return 0;
+    for (const char *p = name; *p; p++)
+        if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') && !strchr("._+-", *p))
+            return 0;
+    return 1;
+}
+
+/* The lab's graded files as "name:hash,..." in name order (its .c and .h files, answers.txt).
+ * Files whose names cannot be listed, past 256 files, or past the list's size go into one last
+ * item, OTHERS:hash, a hash of their names and hashes. */
 static void lab_files(const char *dir, char *out, size_t size)
 {
     out[0] = 0;
     DIR *d = opendir(dir);
     if (!d)
         return;
-    char *names[64];
-    int n = 0;
+    char *names[256];
+    int n = 0, left_out = 0;
+    uint64_t others = 0; /* a sum: the same whatever order readdir gives */
     struct dirent *e;
-    while ((e = readdir(d)) && n < 64) {
+    while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
         int src = len > 2 && e->d_name[len - 2] == '.' && (e->d_name[len - 1] == 'c' || e->d_name[len - 1] == 'h');
-        if (src || !strcmp(e->d_name, "answers.txt"))
-            names[n++] = strdup(e->d_name);
+        if (!src && strcmp(e->d_name, "answers.txt"))
+            continue;
+        char *copy = n < 256 && listable(e->d_name) ? strdup(e->d_name) : NULL;
+        if (copy)
+            names[n++] = copy;
+        else {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            others += item_hash(e->d_name, file_hash(path));
+            left_out = 1;
+        }
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, by_name);
+    size_t room = size - (strlen(OTHERS) + 18); /* (",+others:" and 16 hex digits) */
     for (int i = 0; i < n; i++) {
-        char path[1024];
+        char path[1024], item[300];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        uint64_t h = file_hash(path);
         size_t len = strlen(out);
-        snprintf(out + len, size - len, "%s%s:%016llx", len ? "," : "", names[i],
-                 (unsigned long long)file_hash(path));
+        int k = snprintf(item, sizeof item, "%s%s:%016llx", len ? "," : "", names[i], (unsigned long long)h);
+        if (len + (size_t)k < room)
+            memcpy(out + len, item, (size_t)k + 1);
+        else {
+            left_out = 1;
+            others += item_hash(names[i], h);
+        }
         free(names[i]);
     }
+    if (left_out) {
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%s" OTHERS ":%016llx", len ? "," : "", (unsigned long long)others);
+    }
+}
+
+/* Whether s is a list lab_files could have written ("name:hash,..."), else why not, in why. */
+static int files_list_ok(const char *s, char *why, size_t size)
+{
+    if (strlen(s) >= FILES_LEN)
+        return snprintf(why, size, "it is %zu bytes long (at most %d)", strlen(s), FILES_LEN - 1), 0;
+    int k = 1;
+    for (const char *p = s; *p; k++) {
+        size_t len = strcspn(p, ","), name = strcspn(p, ":");
+        char nm[300] = "";
+        if (name < len && name < sizeof nm)
+            snprintf(nm, sizeof nm, "%.*s", (int)name, p);
+        int hex = name < len && len - name - 1 == 16 && strspn(p + name + 1, "0123456789abcdef") >= 16;
+        if (!nm[0] || !hex || (!listable(nm) && strcmp(nm, OTHERS)))
+            return snprintf(why, size, "item %d, '%.*s', is not NAME:HASH (a file name and 16 hex digits)", k,
+                            (int)(len < 60 ? len : 60), p), 0;
+        p += len;
+        if (*p == ',' && !*++p)
+            return snprintf(why, size, "it ends in a comma"), 0;
+    }
+    return 1;
 }
 
 /* The files of then that differ in now (changed, added or gone), as "ddp.c, answers.txt". */
@@ -117,7 +183,7 @@ static void changed_files(const char *then, const char *now, char *out, size_t s
         const char *a = pass ? now : then, *b = pass ? then : now;
         for (const char *p = a; *p;) {
             size_t len = strcspn(p, ","), name = strcspn(p, ":");
-            char item[256], nm[256];
+            char item[300], nm[300];
             snprintf(item, sizeof item, "%.*s", (int)len, p);
             snprintf(nm, sizeof nm, "%.*s", (int)(name < len ? name : len), p);
             const char *hit = strstr(b, item);
@@ -186,7 +252,7 @@ static void rec_load(const char *path, lab_rec *r)
     long long when;
     while (fgets(line, sizeof line, f)) {
         files[0] = 0;
-        if (line[0] == '#' || sscanf(line, "%15s %d %d %lld %1023s", id, &score, &max, &when, files) < 4)
+        if (line[0] == '#' || sscanf(line, "%15s %d %d %lld " FILES_FMT, id, &score, &max, &when, files) < 4)
             continue;
         step_rec *s = find(r, id, 1);
         if (s) {
@@ -438,6 +504,9 @@ int rl_cmd_progress(int argc, char **argv)
         else if (nlabs < 16)
             labs[nlabs++] = argv[i];
     }
+    char why[160];
+    if (files && !files_list_ok(files, why, sizeof why))
+        return fprintf(stderr, "ringlab progress: --files is not a list from --files-of: %s\n", why), usage(stderr, 2);
     if (rec_lab)
         return record(dir, rec_lab, rec_res, files);
     if (!nlabs) {

@@ -514,7 +514,7 @@ END_TEST
 /* Runs `ringlab progress ARGS` in the folder d; returns the exit status, output in out. */
 static int progress(const char *d, const char *args, char *out, size_t size)
 {
-    char cmd[4096], here[512];
+    char cmd[16384], here[512];
     ck_assert_ptr_nonnull(getcwd(here, sizeof here));
     snprintf(cmd, sizeof cmd, "cd %s && %s/%s/ringlab progress %s 2>&1", d, here, rl_test_build(), args);
     return rl_test_run_cmd(cmd, out, size);
@@ -586,6 +586,39 @@ START_TEST(test_progress_records_and_goes_stale)
     fclose(f);
     ck_assert_int_eq(progress(d, "--record labs/28_ddp build/one.json --dir build/progress", out, sizeof out), 1);
     ck_assert_msg(strstr(out, "is not a grader's results file"), "%s", out);
+    /* --files must be a list --files-of could have printed */
+    static const char *bad_files[] = { "ddp.c", "ddp.c:123", "ddp.c:0123456789abcdeg", "a b.c:0123456789abcdef",
+                                       "ddp.c:0123456789abcdef,", ",ddp.c:0123456789abcdef", ":0123456789abcdef" };
+    for (size_t i = 0; i < sizeof bad_files / sizeof *bad_files; i++) {
+        snprintf(cmd, sizeof cmd, "--record labs/28_ddp build/one.json --dir build/progress --files '%s'", bad_files[i]);
+        ck_assert_int_eq(progress(d, cmd, out, sizeof out), 2);
+        ck_assert_msg(strstr(out, "--files is not a list from --files-of") && strstr(out, "usage:"), "%s: %s",
+                      bad_files[i], out);
+    }
+    /* a folder whose list does not fit: the rest is folded into one item, and a record of it is
+     * not stale the moment it is made */
+    snprintf(cmd, sizeof cmd, "cd %s/labs/28_ddp && for i in $(seq 100 260); do echo $i > "
+             "a_rather_long_helper_file_name_number_$i.h; done && echo x > 'odd name.c'", d);
+    ck_assert_int_eq(system(cmd), 0);
+    char many[8192];
+    ck_assert_int_eq(progress(d, "--files-of labs/28_ddp", many, sizeof many), 0);
+    many[strcspn(many, "\n")] = 0;
+    ck_assert_msg(strlen(many) < 4096 && strstr(many, ",+others:") && !strstr(many, "odd"), "%zu: %s", strlen(many),
+                  many);
+    snprintf(cmd, sizeof cmd, "%s/build/one.json", d); /* (a full grade of 28.1) */
+    f = fopen(cmd, "w");
+    fputs("{\"tests\": [{\"name\": \"28.1 ring: a\", \"number\": \"28.1\", \"score\": 5, \"max_score\": 5}]}", f);
+    fclose(f);
+    char *rec = malloc(16384);
+    snprintf(rec, 16384, "--record labs/28_ddp build/one.json --dir build/progress --files '%s'", many);
+    ck_assert_int_eq(progress(d, rec, out, sizeof out), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "5/5") && rl_test_count(out, "stale:") == 2, "%s", out); /* (28.2, 28.5) */
+    snprintf(cmd, sizeof cmd, "echo y >> '%s/labs/28_ddp/odd name.c'", d);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(rl_test_count(out, "stale:") == 3 && strstr(out, "+others changed"), "%s", out);
+    free(rec);
     snprintf(cmd, sizeof cmd, "rm -rf %s", d);
     ck_assert_int_eq(system(cmd), 0);
 }

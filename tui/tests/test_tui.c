@@ -888,6 +888,17 @@ START_TEST(test_malformed_traces)
     }
     rl_trace_free(t);
     ck_assert_int_eq(run_view(path, out, sizeof out), 0);
+    /* kinds it does not draw beside ones it does: drawn, and the others counted and named */
+    snprintf(path, sizeof path, "%s/mixed.json", dir);
+    write_file(path, "{\"traceEvents\": [{\"ph\": \"B\", \"pid\": 0, \"ts\": 1}, {\"ph\": \"i\", \"pid\": 0, "
+                     "\"ts\": 2}, {\"ph\": \"M\", \"pid\": 0}, {\"ph\": \"X\", \"pid\": 0, \"ts\": 1, \"dur\": 1}]}");
+    t = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    ck_assert_uint_eq(t->n, 1);
+    ck_assert_uint_eq(t->skipped, 2);
+    rl_trace_free(t);
+    ck_assert_int_eq(run_view(path, out, sizeof out), 0);
+    ck_assert_has(out, "note: 2 events of kinds ringlab does not draw");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
