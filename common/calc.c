@@ -264,6 +264,9 @@ int rl_calc_bubble(const rl_calc_bubble_in *in, rl_calc_bubble_out *out, char *e
         return fail(err, errlen, "the virtual stages per rank v must be >= 1, got %d", in->v);
     if (v > 1 && !inter)
         return fail(err, errlen, "v = %d virtual stages apply to the interleaved schedule only (--schedule interleaved)", v);
+    if (inter && (v < 2 || p < 2))
+        return fail(err, errlen, "interleaved 1F1B needs v >= 2 virtual stages per rank and p >= 2 stages (got v = %d, "
+                    "p = %d; with v = 1 it is plain 1F1B: --schedule 1f1b)", v, p);
     if (inter && m % p)
         return fail(err, errlen, "interleaved 1F1B needs m a multiple of p (Megatron-LM): m = %d, p = %d; try m = %d",
                     m, p, (m / p + 1) * p);

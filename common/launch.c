@@ -613,6 +613,23 @@ int rl_require_one_process(const rl_opts *opts, const char *program)
 }
 
 RL_API_WATCHED
+int rl_opts_check_faults(const rl_opts *opts, unsigned allowed, const char *program)
+{
+    RL_API_ENTRY();
+    for (int i = 0; i < opts->nfaults; i++) {
+        rl_fault_kind k = opts->faults[i].kind;
+        if (allowed & (1u << k))
+            continue;
+        fprintf(stderr, "%s: --fault %s has no effect here: %s\n", program, rl_fault_kind_name(k),
+                k == RL_FAULT_NAN ? "lab 31's diagnose run injects it (make run LAB=31 ARGS=\"--part diagnose --fault ...\")"
+                : k == RL_FAULT_HOT_EXPERT ? "it skews lab 31's MoE routing (make run LAB=31 ARGS=\"--part moe --fault ...\")"
+                : "it acts on the collectives of a run whose ranks communicate (labs 28-31, ringlab bench)");
+        return RL_ERR_ARG;
+    }
+    return 0;
+}
+
+RL_API_WATCHED
 char *rl_trace_rank_path(const char *path, int rank, char *out, size_t size)
 {
     RL_API_ENTRY();

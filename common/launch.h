@@ -81,6 +81,11 @@ int rl_exit_status(int launch_result);
  * *world_size = opts->ranks) when one process runs every rank, or when rl_launch will refuse
  * the options. Decides as rl_launch does, printing nothing. */
 int rl_launch_process_rank(const rl_opts *opts, int *world_size);
+/* The fault kinds that act on any run whose ranks communicate (a mask for rl_opts_check_faults). */
+#define RL_FAULTS_COMM ((1u << RL_FAULT_HANG) | (1u << RL_FAULT_STRAGGLER) | (1u << RL_FAULT_MISMATCH))
+/* 0 when every --fault in opts is of a kind in `allowed` (bits 1 << rl_fault_kind); else prints
+ * "PROGRAM: --fault KIND has no effect here: ..." (where that kind does act) and returns RL_ERR_ARG. */
+int rl_opts_check_faults(const rl_opts *opts, unsigned allowed, const char *program);
 /* For programs that need every rank's results in one process (labs 29-31): 0 when this
  * process runs every rank; under a multi-process launcher with --backend cuda, prints one
  * line saying so (and what to run instead) and returns RL_ERR_ARG. */

@@ -966,7 +966,8 @@ static void usage(const rl_grade_lab *lab, FILE *f)
                "  --exam          exam mode (also RL_GRADE_EXAM=1): an answer is only right or wrong, a failed\n"
                "                  answers test does not say which answer, and the seed is printed at the end only\n"
                "  --list          list the tests and their points\n"
-               "  --hints FILE    the hints shown to the learner (labs/NN/hints-used.txt): listed per step\n"
+               "  --hints FILE    the hints shown to the learner (labs/NN/hints-used.txt; none while it does not\n"
+               "                  exist yet): listed per step\n"
                "  --hint-penalty P  P points off a step per hint shown (at most the step's points; default 0)\n"
                "  --learner ID    whose numbers the hand derivations use (default: the answers file's learner line)\n"
                "  --questions     print this learner's numbers for the hand derivations, grade nothing\n"
@@ -1222,6 +1223,13 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         } else if (!strcmp(a, "--zero-json")) {
             zero_path = argv[++i];
             zero_reason = argv[++i];
+            if (!writable(zero_path, "--zero-json"))
+                return 2;
+            if (!zero_reason[strspn(zero_reason, " \t\n")]) {
+                fprintf(stderr, "grade: --zero-json %s '%s': give the reason the learner will read, e.g. \"the build "
+                        "failed\"\n", zero_path, zero_reason);
+                return 2;
+            }
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
             struct stat st;

@@ -365,7 +365,11 @@ int rl_cmd_bench(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
-    bench_cfg *b = calloc(1, sizeof *b);
+    if (rl_opts_check_faults(&opts, RL_FAULTS_COMM, "ringlab bench")) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
+    bench_cfg *b = rl_xcalloc(1, sizeof *b, "the benchmark's settings");
     b->dtype = RL_F32;
     b->op = RL_SUM;
     b->min_bytes = 8;

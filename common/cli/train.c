@@ -97,13 +97,7 @@ int rl_cmd_train(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
-    if (opts.nfaults > 0) { /* none would take effect: say so rather than train as if it had */
-        int k = opts.faults[0].kind;
-        fprintf(stderr, "ringlab train: --fault %s %s; the faults are lab 31's (make run LAB=31 ARGS=\"--part "
-                "diagnose --fault ...\")\n", rl_fault_kind_name(k),
-                k == RL_FAULT_NAN ? "is injected by lab 31's diagnose run, not by train's model"
-                : k == RL_FAULT_HOT_EXPERT ? "skews lab 31's MoE routing, which train does not run"
-                                           : "needs ranks that communicate, and train runs one rank with no collectives");
+    if (rl_opts_check_faults(&opts, 0, "ringlab train")) { /* none would take effect: say so */
         usage(stderr);
         return RL_EXIT_USAGE;
     }

@@ -393,6 +393,12 @@ START_TEST(test_bubble)
     rl_calc_bubble_in bad = { .p = 4, .m = 6, .v = 2, .sched = RL_CALC_SCHED_INTERLEAVED };
     ck_assert_int_eq(rl_calc_bubble(&bad, &r, err, sizeof err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err, "multiple of p"));
+    /* interleaved with one chunk per rank is 1F1B under another name: refused, not given a peak of 2p - 1 */
+    rl_calc_bubble_in one = { .p = 4, .m = 8, .v = 1, .sched = RL_CALC_SCHED_INTERLEAVED };
+    ck_assert_int_eq(rl_calc_bubble(&one, &r, err, sizeof err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "--schedule 1f1b"));
+    one.v = 2, one.p = 1, one.m = 2;
+    ck_assert_int_eq(rl_calc_bubble(&one, &r, err, sizeof err), RL_ERR_ARG);
     ck_assert_int_eq(rl_calc_schedule_parse("zb-h1"), RL_CALC_SCHED_ZB_H1);
     ck_assert_int_eq(rl_calc_schedule_parse("2f2b"), -1);
 }

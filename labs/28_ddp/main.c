@@ -160,6 +160,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
+    if (rl_opts_check_faults(&cfg.opts, RL_FAULTS_COMM, "lab 28")) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     int sweep = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

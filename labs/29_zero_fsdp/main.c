@@ -173,6 +173,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
+    if (rl_opts_check_faults(&cfg.opts, RL_FAULTS_COMM, "lab 29")) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     if (rl_require_one_process(&cfg.opts, "lab 29"))
         return RL_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {

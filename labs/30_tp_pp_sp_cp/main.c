@@ -50,8 +50,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
+    if (rl_opts_check_faults(&cfg.opts, RL_FAULTS_COMM, "lab 30")) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     if (rl_require_one_process(&cfg.opts, "lab 30"))
         return RL_EXIT_USAGE;
+    int chunks_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc, k;
@@ -82,7 +87,7 @@ int main(int argc, char **argv)
             else if (!strcmp(a, "--microbatches"))
                 cfg.m = (int)v;
             else if (!strcmp(a, "--chunks"))
-                cfg.v = (int)v;
+                cfg.v = (int)v, chunks_given = 1;
             else if (!strcmp(a, "--seq"))
                 cfg.s = v;
             else if (!strcmp(a, "--hidden"))
@@ -98,13 +103,19 @@ int main(int argc, char **argv)
         }
     }
     int t = cfg.opts.ranks;
-    char why[160] = "";
+    char why[256] = "";
     if (cfg.p > MP_MAX_RANKS || t > MP_MAX_RANKS)
         snprintf(why, sizeof why, "pipeline stages p = %d and ranks t = %d: at most %d each", cfg.p, t, MP_MAX_RANKS);
     else if (cfg.m > MP_MAX_MB)
         snprintf(why, sizeof why, "micro-batches m = %d: at most %d", cfg.m, MP_MAX_MB);
     else if (cfg.v > MP_MAX_CHUNKS)
         snprintf(why, sizeof why, "chunks per stage v = %d: at most %d", cfg.v, MP_MAX_CHUNKS);
+    else if (chunks_given && cfg.schedule != RL_PP_INTERLEAVED)
+        snprintf(why, sizeof why, "--chunks %d applies to --schedule interleaved only (%s runs one chunk per stage)",
+                 cfg.v, rl_pp_kind_name(cfg.schedule));
+    else if (cfg.schedule == RL_PP_INTERLEAVED && (cfg.p < 2 || cfg.v < 2 || cfg.m % cfg.p))
+        snprintf(why, sizeof why, "--schedule interleaved needs --stages p >= 2, --chunks v from 2 to %d and "
+                 "--microbatches m a multiple of p (got p = %d, v = %d, m = %d)", MP_MAX_CHUNKS, cfg.p, cfg.v, cfg.m);
     else if (cfg.s % (2 * t))
         snprintf(why, sizeof why, "--seq %lld is not divisible by 2t = %d (zig-zag chunks for %d ranks)", (long long)cfg.s,
                  2 * t, t);

@@ -914,7 +914,8 @@ int mp_run(const mp_config *cfg, int parts, mp_stats *st, rl_trace **pp_trace)
                                      : pp_build_schedule(cfg->schedule, cfg->p, cfg->m, v, err, sizeof err);
             if (!rc.sched) {
                 st->rc[3] = strstr(err, "not implemented") ? RL_ERR_NOT_IMPLEMENTED : RL_ERR_ARG;
-                snprintf(st->err[3], sizeof st->err[3], "pp_build_schedule: %s", err[0] ? err : "NULL with no message");
+                snprintf(st->err[3], sizeof st->err[3], "%s%s", strncmp(err, "pp_build_schedule", 17) ? "pp_build_schedule: " : "",
+                         err[0] ? err : "NULL with no message");
                 first = first ? first : st->rc[3];
                 continue;
             }

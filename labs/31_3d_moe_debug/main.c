@@ -485,6 +485,15 @@ int main(int argc, char **argv)
         }
         a.dp = a.opts.ranks / rest;
     }
+    unsigned faults = !strcmp(a.part, "plan") ? 0 /* (it runs no ranks) */
+                      : !strcmp(a.part, "moe") ? RL_FAULTS_COMM | 1u << RL_FAULT_HOT_EXPERT
+                      : !strcmp(a.part, "diagnose") ? RL_FAULTS_COMM | 1u << RL_FAULT_NAN : RL_FAULTS_COMM;
+    char who[64];
+    snprintf(who, sizeof who, "lab 31 --part %.20s", a.part);
+    if (rl_opts_check_faults(&a.opts, faults, who)) {
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     if (!strcmp(a.part, "mesh"))
         return part_mesh(&a);
     if (!strcmp(a.part, "3d")) {
