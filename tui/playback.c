@@ -60,7 +60,11 @@ int rl_tui_play_key(rl_tui_state *s, const rl_tui_model *m, int key)
 {
     if (s->prompting) { /* g: typing a time */
         size_t n = strlen(s->prompt);
-        if (key == RL_KEY_ENTER || key == '\n' || key == '\r') {
+        if ((key == RL_KEY_ENTER || key == '\n' || key == '\r') && s->prompting == '/') {
+            snprintf(s->search, sizeof s->search, "%s", s->prompt);
+            s->prompting = 0;
+            rl_tui_timeline_search(s, m, 1);
+        } else if (key == RL_KEY_ENTER || key == '\n' || key == '\r') {
             double t;
             if (rl_tui_parse_time(s->prompt, &t) == 0)
                 seek(s, m, t), s->playing = 0, s->prompt_bad = 0;
@@ -102,7 +106,7 @@ int rl_tui_play_key(rl_tui_state *s, const rl_tui_model *m, int key)
             s->speed_exp--;
         return 1;
     case 'g':
-        s->prompting = 1, s->prompt[0] = 0, s->prompt_bad = 0;
+        s->prompting = 'g', s->prompt[0] = 0, s->prompt_bad = 0;
         return 1;
     case 'x':
         s->play_on = s->playing = 0;
@@ -138,8 +142,12 @@ void rl_tui_play_marks(rl_canvas *c, int x0, int y0, int y1, int w, double t0, d
 void rl_tui_play_status(char *buf, size_t n, const rl_tui_model *m, const rl_tui_state *s)
 {
     char a[32];
-    if (s->prompting)
+    if (s->prompting == '/')
+        snprintf(buf, n, " search event names: %s_  Enter find · Esc cancel ", s->prompt);
+    else if (s->prompting)
         snprintf(buf, n, " go to time (e.g. 1.5ms, 250us): %s_  Enter go · Esc cancel ", s->prompt);
+    else if (s->search_miss)
+        snprintf(buf, n, " no event's name contains '%s' · ", s->search);
     else if (!s->play_on)
         snprintf(buf, n, "%s", s->prompt_bad ? " not a time: give e.g. 1.5ms, 250us or 0.002 (seconds) · " : "");
     else

@@ -18,6 +18,7 @@ void rl_tui_state_init(rl_tui_state *s)
     s->view = RL_VIEW_TIMELINE;
     s->follow = 1;
     s->cursor_col = -1;
+    s->search_ev = -1;
 }
 
 int rl_tui_view_parse(const char *name)
@@ -32,7 +33,7 @@ const char *rl_tui_view_name(rl_tui_view v) { return v >= 0 && v < RL_NVIEWS ? v
 
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
 {
-    if (s->prompting) /* g: the keys are the time being typed */
+    if (s->prompting) /* g or /: the keys are the time or the name being typed */
         return rl_tui_play_key(s, m, key), 0;
     if (key == 'q' || key == 'Q')
         return 1;
@@ -40,9 +41,14 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
         s->help = !s->help;
         return 0;
     }
-    if (s->help) { /* the help is modal: Esc or ? closes it, q quits, other keys wait */
+    if (s->help) { /* the help is modal: Esc or ? closes it, q quits, the arrows scroll it */
         if (key == RL_KEY_ESC)
             s->help = 0;
+        else if (key == 'j' || key == RL_KEY_DOWN || key == RL_KEY_PGDN || key == RL_KEY_END)
+            s->help_top += key == RL_KEY_DOWN || key == 'j' ? 1 : key == RL_KEY_PGDN ? 10 : 1000;
+        else if (key == 'k' || key == RL_KEY_UP || key == RL_KEY_PGUP || key == RL_KEY_HOME)
+            s->help_top -= key == RL_KEY_UP || key == 'k' ? 1 : key == RL_KEY_PGUP ? 10 : 1000;
+        s->help_top = s->help_top < 0 ? 0 : s->help_top; /* (the drawing clamps the other end) */
         return 0;
     }
     if (rl_tui_play_key(s, m, key))
@@ -68,6 +74,9 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
         case 'j': case RL_KEY_DOWN: if (s->lane + 1 < m->nlanes) s->lane++; break;
         case ',': rl_tui_timeline_jump(s, m, -1); break;
         case '.': rl_tui_timeline_jump(s, m, 1); break;
+        case '/': s->prompting = '/', s->prompt[0] = 0, s->search_miss = 0; break;
+        case 'n': rl_tui_timeline_search(s, m, 1); break;
+        case 'N': rl_tui_timeline_search(s, m, -1); break;
         default: break;
         }
         break;
@@ -152,7 +161,7 @@ static void draw_status(rl_canvas *c, const rl_tui_model *m, const rl_tui_state 
     rl_canvas_text(c, 0, c->h - 1, c->w, st, buf);
 }
 
-static void draw_help(rl_canvas *c)
+static void draw_help(rl_canvas *c, rl_tui_state *s)
 {
     static const char *const lines[] = {
         "Keys",
@@ -167,7 +176,7 @@ static void draw_help(rl_canvas *c)
         "           run itself (the watchdog's clock stands still)",
         "timeline   + - or w s  zoom in / out at the cursor   0  whole run",
         "           ← → or h l or a d  pan   ↑ ↓ or j k  lane",
-        "           , .  cursor to the lane's previous / next event",
+        "           , .  lane's previous / next event   / n N  find by name",
         "           comm hidden: share of comm-stream busy time in the",
         "           window that overlaps compute-stream busy time of the",
         "           same rank (100% = all communication hidden)",
@@ -192,9 +201,16 @@ static void draw_help(rl_canvas *c)
     rl_style st = RL_STYLE(RL_COLOR_BRIGHT_WHITE, RL_COLOR_BLUE, 0);
     rl_canvas_fill(c, x0, y0, w, h, RL_G_SPACE, st);
     rl_canvas_box(c, x0, y0, w, h, st);
-    for (int i = 0; i < n && i + 1 < h - 1; i++)
-        rl_canvas_text(c, x0 + 2, y0 + 1 + i, w - 4, i == 0 ? RL_STYLE(RL_COLOR_BRIGHT_YELLOW, RL_COLOR_BLUE, RL_ATTR_BOLD) : st,
-                       lines[i]);
+    /* the title stays; the rest scrolls when it does not fit (↑ ↓ Home End) */
+    int rows = h - 3, more = n - 1 - rows;
+    if (s->help_top > (more > 0 ? more : 0))
+        s->help_top = more > 0 ? more : 0;
+    rl_canvas_text(c, x0 + 2, y0 + 1, w - 4, RL_STYLE(RL_COLOR_BRIGHT_YELLOW, RL_COLOR_BLUE, RL_ATTR_BOLD), lines[0]);
+    if (more > 0)
+        rl_canvas_printf(c, x0 + 8, y0 + 1, w - 10, st, "(lines %d-%d of %d: ↑ ↓ Home End scroll)", s->help_top + 1,
+                         s->help_top + rows, n - 1);
+    for (int i = 0; i < rows && s->help_top + 1 + i < n; i++)
+        rl_canvas_text(c, x0 + 2, y0 + 2 + i, w - 4, st, lines[s->help_top + 1 + i]);
 }
 
 void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s)
@@ -217,7 +233,7 @@ void rl_tui_draw(rl_canvas *c, const rl_tui_model *m, rl_tui_state *s)
     }
     draw_status(c, m, s);
     if (s->help)
-        draw_help(c);
+        draw_help(c, s);
 }
 
 int rl_tui_render_text(const rl_trace *t, rl_tui_view view, int w, int h, int utf8, FILE *out, char *err, int errlen)

@@ -27,6 +27,7 @@ enum { RL_TUI_MIN_W = 50, RL_TUI_MIN_H = 12 };
 typedef struct rl_tui_state {
     rl_tui_view view;
     int help;            /* the help overlay is shown */
+    int help_top;        /* its first line shown, when it does not fit */
     int printed;         /* a chart printed after a run: no tab bar, no key hints */
     int follow;          /* timeline window = the whole run (grows in live mode) */
     double t0, t1;       /* timeline window, virtual seconds */
@@ -44,9 +45,12 @@ typedef struct rl_tui_state {
     int playing;         /* it moves with the clock */
     double playhead;     /* virtual seconds */
     int speed_exp;       /* speed ×2^speed_exp; ×1 plays the whole run in 20 s */
-    int prompting;       /* g: typing a time into prompt */
+    int prompting;       /* 'g': typing a time into prompt; '/': a name to search for */
     char prompt[24];
     int prompt_bad;      /* the last time typed was not one */
+    char search[24];     /* the timeline's search: event names containing it (n, N: next, previous) */
+    int search_miss;     /* the last search found no event */
+    long search_ev;      /* the event it found (-1: none): n and N go on from it */
 } rl_tui_state;
 
 /* The initial state: timeline view, whole run. */

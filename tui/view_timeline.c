@@ -1,8 +1,10 @@
 /* view_timeline.c — one lane per rank x stream, boxes by category over virtual time, with
  * zoom, pan, a cursor and the share of comm hidden behind compute in the window. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "views.h"
 
 /* Timeline rows besides the lanes: axis, cursor marker, event line, window line, legend. */
@@ -69,6 +71,8 @@ void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction
     set_window(s, m, t0 + fraction * (t1 - t0), t1 - t0);
 }
 
+static void place_cursor(rl_tui_state *s, const rl_tui_model *m, double t, double t_end);
+
 void rl_tui_timeline_jump(rl_tui_state *s, const rl_tui_model *m, int dir)
 {
     if (m->nlanes <= 0)
@@ -93,13 +97,86 @@ void rl_tui_timeline_jump(rl_tui_state *s, const rl_tui_model *m, int dir)
     if (dir > 0 ? a >= l->n : a == 0)
         return;
     size_t k = dir > 0 ? a : a - 1;
-    double t = l->spans[k].start;
+    place_cursor(s, m, l->spans[k].start, l->spans[k].end);
+}
+
+/* Whether name contains text, letter case aside. */
+static int name_has(const char *name, const char *text)
+{
+    size_t n = strlen(text);
+    for (const char *p = name; *p; p++)
+        if (strncasecmp(p, text, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Orders two (time, lane, event) positions: -1, 0 or 1. */
+static int pos_cmp(double ta, int la, long ia, double tb, int lb, long ib)
+{
+    return ta < tb ? -1 : ta > tb ? 1 : la != lb ? (la > lb) - (la < lb) : (ia > ib) - (ia < ib);
+}
+
+void rl_tui_timeline_search(rl_tui_state *s, const rl_tui_model *m, int dir)
+{
+    const rl_trace *t = m->trace;
+    s->search_miss = 0;
+    if (!s->search[0] || m->nlanes <= 0)
+        return;
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    int pw = s->plot_w > 0 ? s->plot_w : 100;
+    double dt = (t1 - t0) / pw, lo = t0 + cursor_col(s, pw) * dt, hi = lo + dt;
+    /* events ordered by (start, lane, index): the first match after the cursor's position for dir > 0,
+     * the last one before it for dir < 0; past either end the search wraps around. The position
+     * is the last match's while the cursor is still on it, else the cursor's column (events
+     * starting in it count as at its start) */
+    const rl_trace_event *last = s->search_ev >= 0 && (size_t)s->search_ev < t->n ? &t->ev[s->search_ev] : NULL;
+    int exact = last && 2 * last->rank + last->stream == s->lane && last->vstart < hi && last->vend > lo;
+    double ref = exact ? last->vstart : lo;
+    long ref_i = exact ? s->search_ev : dir > 0 ? LONG_MAX : -1; /* (a column: every event in it is at it) */
+    long best = -1, wrap = -1;
+    double bt = 0, wt = 0;
+    int bl = 0, wl = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const rl_trace_event *e = &t->ev[i];
+        int lane = 2 * e->rank + e->stream;
+        if (lane >= m->nlanes || !name_has(e->name, s->search))
+            continue;
+        double at = !exact && e->vstart >= lo && e->vstart < hi ? lo : e->vstart;
+        long ix = (long)i;
+        int ahead = pos_cmp(at, lane, ix, ref, s->lane, ref_i) * dir > 0;
+        if (ahead && (best < 0 || pos_cmp(at, lane, ix, bt, bl, best) * dir < 0))
+            best = ix, bt = at, bl = lane;
+        if (wrap < 0 || pos_cmp(at, lane, ix, wt, wl, wrap) * dir < 0)
+            wrap = ix, wt = at, wl = lane;
+    }
+    long k = best >= 0 ? best : wrap;
+    if (k < 0) {
+        s->search_miss = 1;
+        return;
+    }
+    const rl_trace_event *e = &t->ev[k];
+    s->search_ev = k;
+    s->lane = 2 * e->rank + e->stream;
+    if (s->play_on) /* (the details follow the playhead while it is shown) */
+        s->playhead = e->vstart, s->playing = 0;
+    place_cursor(s, m, e->vstart, e->vend);
+}
+
+/* Puts the cursor on the first column of an event [start, end), panning when it is off the
+ * window. */
+static void place_cursor(rl_tui_state *s, const rl_tui_model *m, double t, double t_end)
+{
+    double t0, t1;
+    window_of(s, m, &t0, &t1);
+    int pw = s->plot_w > 0 ? s->plot_w : 100;
+    double dt = (t1 - t0) / pw;
     if (t < t0 || t >= t1) { /* off the window: bring it to the middle */
         set_window(s, m, t - (t1 - t0) / 2, t1 - t0);
         window_of(s, m, &t0, &t1);
         dt = (t1 - t0) / pw;
     }
-    double x = (t - t0) / dt, end = (l->spans[k].end - t0) / dt;
+    double x = (t - t0) / dt, end = (t_end - t0) / dt;
     int col = (int)ceil(x - 0.5); /* the first column whose middle (where the details look) is in it */
     col = col + 0.5 > end && x < end ? (int)x : col; /* (an event narrower than half a column) */
     s->cursor_col = col < 0 ? 0 : col >= pw ? pw - 1 : col;
@@ -202,9 +279,16 @@ static void describe_event(char *buf, size_t n, const rl_trace_event *e)
         k += (size_t)snprintf(tags + k, sizeof tags - k, " phase %c", e->phase);
     if (e->seq >= 0 && k < sizeof tags)
         snprintf(tags + k, sizeof tags - k, " seq %lld", (long long)e->seq);
-    snprintf(buf, n, "%s [%s%s] · start %s · dur %s · %s · %s", e->name, rl_cat_name(e->cat), tags,
-             rl_tui_fmt_time(e->vstart, st, sizeof st), rl_tui_fmt_time(e->vend - e->vstart, du, sizeof du),
-             rl_tui_fmt_bytes(e->bytes, by, sizeof by), rl_tui_fmt_flops(e->flops, fl, sizeof fl));
+    char where[64] = "", bw[32] = ""; /* the group and the peer; the rate a message moved at */
+    int w = e->comm[0] ? snprintf(where, sizeof where, " · group %s", e->comm) : 0;
+    if (e->peer >= 0)
+        snprintf(where + w, sizeof where - (size_t)w, " · peer r%d", e->peer);
+    double dur = e->vend - e->vstart;
+    if ((e->cat == RL_CAT_COMM || e->cat == RL_CAT_P2P) && e->bytes > 0 && dur > 0)
+        snprintf(bw, sizeof bw, " (%.3g GB/s)", e->bytes / dur / 1e9);
+    snprintf(buf, n, "%s [%s%s]%s · start %s · dur %s · %s%s · %s", e->name, rl_cat_name(e->cat), tags, where,
+             rl_tui_fmt_time(e->vstart, st, sizeof st), rl_tui_fmt_time(dur, du, sizeof du),
+             rl_tui_fmt_bytes(e->bytes, by, sizeof by), bw, rl_tui_fmt_flops(e->flops, fl, sizeof fl));
 }
 
 void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)

@@ -19,6 +19,9 @@ void rl_tui_timeline_pan(rl_tui_state *s, const rl_tui_model *m, double fraction
 /* Moves the timeline's cursor to the selected lane's next (dir > 0) or previous event start,
  * panning when it is off the window. */
 void rl_tui_timeline_jump(rl_tui_state *s, const rl_tui_model *m, int dir);
+/* Selects the next (dir > 0) or previous event, over every lane, whose name contains s->search
+ * (letter case aside), from the cursor, wrapping around; sets s->search_miss when none has. */
+void rl_tui_timeline_search(rl_tui_state *s, const rl_tui_model *m, int dir);
 /* Moves the mesh view's selected rank by (dx, dy) on its grid. */
 void rl_tui_mesh_move(rl_tui_state *s, const rl_tui_model *m, int dx, int dy);
 

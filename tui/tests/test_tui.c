@@ -294,6 +294,35 @@ START_TEST(test_timeline_zoom_pan_cursor)
     txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, back);
     ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 0 seq 0]");
     free(txt);
+    /* / searches event names on every lane from the cursor (letter case aside), n and N go on
+     * from the match (wrapping around), and the details name the group, peer and rate */
+    int find[] = { '/', 'A', 'L', 'L', '_', 'r', RL_KEY_ENTER, 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, find);
+    ck_assert_has(txt, ">r0 comm");
+    ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 1 seq 1]");
+    ck_assert_has(txt, "2.00 MiB (21 GB/s)");
+    free(txt);
+    int adam[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, adam);
+    ck_assert_has(txt, "r1 compute: adam_step");
+    free(txt);
+    int wraps[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'n', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wraps);
+    ck_assert_has(txt, "r0 compute: adam_step");
+    free(txt);
+    int back_up[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'N', 'N', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, back_up);
+    ck_assert_has(txt, "r1 compute: adam_step");
+    free(txt);
+    int typing[] = { '/', 'z', 'q', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, typing);
+    ck_assert_has(txt, "search event names: zq_");
+    free(txt);
+    int none[] = { '/', 'z', 'q', RL_KEY_ENTER, 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, none);
+    ck_assert_has(txt, "no event's name contains 'zq'");
+    ck_assert_has(txt, "r0 compute: linear_bwd"); /* (the cursor stays) */
+    free(txt);
     int wasd[] = { 'w', 'w', 'a', 'a', 'a', 'a', 'a', 'a', 's', 0 };
     txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wasd);
     ck_assert_has(txt, "zoom x2");
@@ -504,6 +533,20 @@ START_TEST(test_help_too_small_and_keys)
     char *txt = render_keys(t, RL_VIEW_TIMELINE, 100, 24, 0, help);
     ck_assert_has(txt, "Keys");
     ck_assert_has(txt, "comm hidden: share of comm-stream busy time");
+    ck_assert_has(txt, "Home End scroll");
+    ck_assert_lacks(txt, "group in every"); /* (the last line: below, at 24 rows) */
+    free(txt);
+    int help_end[] = { '?', RL_KEY_END, 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 24, 1, help_end);
+    ck_assert_has(txt, "group in every");
+    ck_assert_has(txt, "Keys");
+    ck_assert_lacks(txt, "1-5        views");
+    free(txt);
+    int help_tall[] = { '?', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 40, 1, help_tall);
+    ck_assert_has(txt, "1-5        views");
+    ck_assert_has(txt, "group in every");
+    ck_assert_lacks(txt, "Home End scroll");
     free(txt);
     txt = render(t, RL_VIEW_TIMELINE, 30, 8);
     ck_assert_str_eq(txt, "terminal 30x8 is too small: r~\n\n\n\n\n\n\n\n");
