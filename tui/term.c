@@ -48,6 +48,9 @@ rl_term *rl_term_open(char *err, int errlen)
     keypad(stdscr, TRUE);
     set_escdelay(25);
     curs_set(0);
+    /* clicks and the wheel (shift-drag still selects text in most terminals) */
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+    mouseinterval(0);
     const char *no_color = getenv("NO_COLOR"); /* no-color.org: set and not empty means no colours */
     if (!(no_color && no_color[0]) && has_colors() && start_color() == OK) {
         t->default_ok = use_default_colors() == OK;
@@ -177,6 +180,15 @@ int rl_term_read_key(rl_term *t, int timeout_ms)
         case KEY_RESIZE: return RL_KEY_RESIZE;
         case KEY_ENTER: return RL_KEY_ENTER;
         case KEY_BACKSPACE: return RL_KEY_BACKSPACE;
+        case KEY_MOUSE: {
+            MEVENT ev;
+            if (getmouse(&ev) != OK)
+                return RL_KEY_NONE;
+            int what = ev.bstate & BUTTON4_PRESSED ? RL_MOUSE_WHEEL_UP
+                     : ev.bstate & BUTTON5_PRESSED ? RL_MOUSE_WHEEL_DOWN
+                     : ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED) ? RL_MOUSE_CLICK : 0;
+            return what ? rl_key_mouse(what, ev.x, ev.y) : RL_KEY_NONE;
+        }
         default: return RL_KEY_NONE;
         }
     }

@@ -31,8 +31,58 @@ int rl_tui_view_parse(const char *name)
 
 const char *rl_tui_view_name(rl_tui_view v) { return v >= 0 && v < RL_NVIEWS ? view_names[v] : "?"; }
 
+/* The view whose tab covers column x of the header (as draw_header lays them out), or -1. */
+static int tab_at(int x)
+{
+    int at = 9; /* (after " ringlab ") */
+    for (int v = 0; v < RL_NVIEWS; v++) {
+        int w = 4 + (int)strlen(view_names[v]);
+        if (x >= at + 1 && x < at + 1 + w)
+            return v;
+        at += w;
+    }
+    return -1;
+}
+
+/* A mouse event (see rl_tui_handle_key). */
+static void handle_mouse(rl_tui_state *s, const rl_tui_model *m, int what, int x, int y)
+{
+    if (s->help) {
+        if (what == RL_MOUSE_CLICK)
+            s->help = 0;
+        else
+            s->help_top = s->help_top + (what == RL_MOUSE_WHEEL_DOWN ? 1 : s->help_top > 0 ? -1 : 0);
+        return;
+    }
+    if (y == 0 && what == RL_MOUSE_CLICK) {
+        int v = tab_at(x);
+        if (v >= 0)
+            s->view = (rl_tui_view)v;
+        return;
+    }
+    if (s->view != RL_VIEW_TIMELINE) {
+        if (what != RL_MOUSE_CLICK)
+            rl_tui_handle_key(s, m, what == RL_MOUSE_WHEEL_UP ? RL_KEY_UP : RL_KEY_DOWN);
+        return;
+    }
+    int in_plot = x >= s->plot_x && x < s->plot_x + s->plot_w;
+    if (in_plot)
+        s->cursor_col = x - s->plot_x;
+    if (what == RL_MOUSE_CLICK && y >= s->lane_y && y < s->lane_y + s->lane_rows &&
+        s->lane_top + y - s->lane_y < m->nlanes)
+        s->lane = s->lane_top + y - s->lane_y;
+    else if (what != RL_MOUSE_CLICK)
+        rl_tui_timeline_zoom(s, m, what == RL_MOUSE_WHEEL_UP ? 0.5 : 2.0);
+}
+
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
 {
+    if (key >= RL_KEY_MOUSE) {
+        int v = key - RL_KEY_MOUSE;
+        if (!s->prompting)
+            handle_mouse(s, m, v >> 20, v & 1023, (v >> 10) & 1023);
+        return 0;
+    }
     if (s->prompting) /* g or /: the keys are the time or the name being typed */
         return rl_tui_play_key(s, m, key), 0;
     if (key == 'q' || key == 'Q')
@@ -167,6 +217,8 @@ static void draw_help(rl_canvas *c, rl_tui_state *s)
         "Keys",
         "1-5        views: 1 timeline 2 pipeline 3 shapes 4 memory 5 mesh",
         "?  Esc     show / hide this help          q  quit",
+        "mouse      click a tab to open it; in the timeline click a lane and",
+        "           a time, the wheel zooms there; elsewhere it scrolls",
         "playback   space  play / pause    [ ]  previous / next event edge",
         "           { }  previous / next schedule op (F/B/W)    < >  slower /",
         "           faster    g  go to a time (1.5ms)    x  hide the playhead",

@@ -20,6 +20,14 @@ enum {
     RL_KEY_PGUP, RL_KEY_PGDN, RL_KEY_RESIZE, RL_KEY_ESC, RL_KEY_ENTER, RL_KEY_BACKSPACE
 };
 
+/* A mouse event as a key: RL_KEY_MOUSE + what, column and row (each below 1024). */
+#define RL_KEY_MOUSE 0x40000000
+enum { RL_MOUSE_CLICK = 1, RL_MOUSE_WHEEL_UP, RL_MOUSE_WHEEL_DOWN };
+static inline int rl_key_mouse(int what, int x, int y)
+{
+    return x < 0 || y < 0 || x > 1023 || y > 1023 ? RL_KEY_NONE : RL_KEY_MOUSE + (what << 20) + (y << 10) + x;
+}
+
 /* The smallest canvas the views are drawn on; smaller gets a one-line message. */
 enum { RL_TUI_MIN_W = 50, RL_TUI_MIN_H = 12 };
 
@@ -38,6 +46,7 @@ typedef struct rl_tui_state {
     int ticks;           /* the pipeline view shows the step's tick table instead of the time grid */
     int scroll;          /* first line of the shapes list (and of the tick table) */
     int plot_w;          /* timeline plot width in the last frame (set when drawing) */
+    int plot_x, lane_y, lane_rows; /* ... its first column, first lane's row and lanes shown */
     const char *live;    /* NULL when replaying; else the live run's status ("running") */
     const char *title;   /* the file shown (status line), or NULL */
     /* playback: one playhead for the timeline, pipeline and memory views */
@@ -59,7 +68,9 @@ void rl_tui_state_init(rl_tui_state *s);
 int rl_tui_view_parse(const char *name);
 /* The name of a view. */
 const char *rl_tui_view_name(rl_tui_view v);
-/* Applies one key; returns 1 when the key asks to quit, else 0. */
+/* Applies one key (or mouse event: a click on a tab opens its view; in the timeline a click
+ * selects a lane and puts the cursor there, the wheel zooms at the mouse; elsewhere the wheel
+ * scrolls as ↑ ↓); returns 1 when the key asks to quit, else 0. */
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key);
 /* Playback's keys (space, [ ] { } < > g x, and the typing after g); returns 1 when it took the key. */
 int rl_tui_play_key(rl_tui_state *s, const rl_tui_model *m, int key);

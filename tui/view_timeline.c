@@ -328,6 +328,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         s->lane_top = nl - nvis > 0 ? nl - nvis : 0;
 
     int y = y0;
+    s->plot_x = plot_x, s->lane_y = y0 + 1, s->lane_rows = nvis;
     draw_axis(c, plot_x, y++, plot_w, t0, t1);
     for (int li = s->lane_top; li < nl && li < s->lane_top + nvis; li++, y++) {
         const rl_tui_lane *l = &m->lanes[li];

@@ -323,6 +323,30 @@ START_TEST(test_timeline_zoom_pan_cursor)
     ck_assert_has(txt, "no event's name contains 'zq'");
     ck_assert_has(txt, "r0 compute: linear_bwd"); /* (the cursor stays) */
     free(txt);
+    /* the mouse: a click selects the lane and puts the cursor under it (the plot starts at
+     * column 13 here), the wheel zooms at the mouse, a click on a tab opens its view */
+    int click[] = { rl_key_mouse(RL_MOUSE_CLICK, 13 + 75, 5), 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, click);
+    ck_assert_has(txt, ">r1 comm");
+    ck_assert_has(txt, "r1 comm: all_reduce [comm bucket 1 seq 1]");
+    free(txt);
+    int wheel[] = { rl_key_mouse(RL_MOUSE_WHEEL_UP, 13 + 2, 2), rl_key_mouse(RL_MOUSE_WHEEL_UP, 13 + 2, 2), 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wheel);
+    ck_assert_has(txt, "zoom x4");
+    ck_assert_has(txt, "window 13.6 us"); /* (the time under the mouse, 12.9 us, stays under it) */
+    ck_assert_has(txt, "r0 compute: linear_fwd");
+    free(txt);
+    for (int v = 0; v < RL_NVIEWS; v++) {
+        char *tab = render(t, RL_VIEW_TIMELINE, 100, 14), name[32];
+        snprintf(name, sizeof name, "%d %s", v + 1, rl_tui_view_name((rl_tui_view)v));
+        int col = (int)(strstr(tab, name) - tab);
+        free(tab);
+        int open_tab[] = { rl_key_mouse(RL_MOUSE_CLICK, col + 1, 0), 0 };
+        snprintf(name, sizeof name, "[%d %s]", v + 1, rl_tui_view_name((rl_tui_view)v));
+        txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, open_tab);
+        ck_assert_has(txt, name);
+        free(txt);
+    }
     int wasd[] = { 'w', 'w', 'a', 'a', 'a', 'a', 'a', 'a', 's', 0 };
     txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wasd);
     ck_assert_has(txt, "zoom x2");
@@ -1220,6 +1244,15 @@ START_TEST(test_tmux_smoke)
     tmux(&s, "send-keys -t v 1");
     EXPECT_SCREEN(&s, "[1 timeline]");
     ck_assert_msg(strstr(screen, "Keys") == NULL, "help should be closed:\n%s", screen);
+    /* the mouse, as the terminal reports it (X10: ESC [ M, then 32 + button, column, row from
+     * 1): a click on the shapes tab opens it, then the wheel in the timeline zooms */
+    int col = (int)(strstr(screen, "3 shapes") - screen) + 1;
+    tmux(&s, "send-keys -t v -l '\033[M %c!'", 32 + col + 1);
+    EXPECT_SCREEN(&s, "[3 shapes]");
+    tmux(&s, "send-keys -t v 1");
+    EXPECT_SCREEN(&s, "zoom x1)");
+    tmux(&s, "send-keys -t v -l '\033[M`P&'"); /* (64: wheel up; column 47, row 5) */
+    EXPECT_SCREEN(&s, "zoom x2");
     /* resize: too small gets a message, larger redraws the view */
     tmux(&s, "resize-window -t v -x 30 -y 8");
     EXPECT_SCREEN(&s, "too small");
