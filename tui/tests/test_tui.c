@@ -1194,10 +1194,7 @@ static void quit_viewer(const tmux_session *s, const char *trace, const char *rc
 
 START_TEST(test_tmux_smoke)
 {
-    if (!have_tmux()) {
-        fprintf(stderr, "test_tmux_smoke: SKIPPED - tmux is not installed (make deps installs it)\n");
-        return;
-    }
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
     char trace[128], rcfile[128];
     static char screen[1 << 16];
     snprintf(trace, sizeof trace, "/tmp/rl_tui_tmux_%d.json", (int)getpid());
@@ -1410,10 +1407,7 @@ END_TEST
 /* The live TUI on a small DDP demo run: the timeline grows, stays open at the end, q quits. */
 START_TEST(test_tmux_live)
 {
-    if (!have_tmux()) {
-        fprintf(stderr, "test_tmux_live: SKIPPED - tmux is not installed (make deps installs it)\n");
-        return;
-    }
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
     char rcfile[128], cwd[512];
     static char screen[1 << 16];
     snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live_%d.rc", (int)getpid());
