@@ -331,9 +331,11 @@ int rl_comm_drain(rl_ctx *ctx, double timeout_s)
 }
 
 /* The hang fault: this rank never enters collective seq; it waits for the watchdog. */
-static void hang_forever(rl_ctx *ctx, int64_t seq)
+static void hang_forever(rl_ctx *ctx, int64_t seq, int fault)
 {
     rl_world *w = ctx->world;
+    /* a wait like any other for the watchdog, even when no other rank is left to wait for it */
+    __atomic_store_n(&w->hang_since_ns[fault], (int64_t)(rl_world_clock(w) * 1e9) + 1, __ATOMIC_RELEASE);
     /* one process per rank: no other rank can stop this process, so, like a stuck process
      * that a launcher kills, it ends itself after the watchdog's limit */
     double limit = w->dist ? w->opts.timeout_s : -1, start = rl_mono_now();
@@ -394,7 +396,7 @@ static rl_work *issue(rl_comm *comm, rl_op_desc *d, int flags)
                 if (f->kind == RL_FAULT_HANG || f->kind == RL_FAULT_MISMATCH)
                     __atomic_store_n(&ctx->world->fault_fired[i], 1, __ATOMIC_RELAXED);
                 if (f->kind == RL_FAULT_HANG)
-                    hang_forever(ctx, d->seq);
+                    hang_forever(ctx, d->seq, i);
                 if (f->kind == RL_FAULT_MISMATCH)
                     d->sig_delta = 1;
             }

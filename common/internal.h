@@ -143,6 +143,8 @@ struct rl_world {
     int n;
     rl_opts opts;
     int fault_fired[RL_MAX_FAULTS]; /* opts.faults[i] took effect (atomic stores by rank threads) */
+    int64_t hang_since_ns[RL_MAX_FAULTS]; /* a hang fault's rank stopped at this world clock, in ns
+                                             plus 1 (0: not yet): the watchdog counts it as a wait */
     const rl_hw *hw;
     rl_ctx **ctxs;
     pthread_mutex_t mu;

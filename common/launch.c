@@ -398,6 +398,11 @@ static double oldest_wait(rl_world *w)
         }
         pthread_mutex_unlock(&c->qmu);
     }
+    for (int i = 0; i < w->opts.nfaults; i++) { /* a rank stopped by --fault hang waits too */
+        int64_t since = __atomic_load_n(&w->hang_since_ns[i], __ATOMIC_ACQUIRE);
+        if (since > 0 && now - 1e-9 * (double)(since - 1) > worst)
+            worst = now - 1e-9 * (double)(since - 1);
+    }
     return worst;
 }
 
@@ -437,6 +442,11 @@ static void fire_watchdog(rl_world *w)
     fprintf(stderr, "\nringlab watchdog: a collective did not complete within %.3g s (--timeout %.3g)\n",
             w->opts.timeout_s, w->opts.timeout_s);
     rl_flight_report(w, stderr, flight_json_path(w, json_path, sizeof json_path), verdict, sizeof verdict);
+    for (int i = 0; i < w->opts.nfaults; i++) /* a hang with nobody left to wait for it */
+        if (!strncmp(verdict, "no collective is in flight", 26) && __atomic_load_n(&w->hang_since_ns[i], __ATOMIC_ACQUIRE))
+            snprintf(verdict, sizeof verdict, "rank %d never entered collective seq %lld on world (--fault hang), and "
+                     "no other rank was left in a collective to wait for it", w->opts.faults[i].rank,
+                     (long long)w->opts.faults[i].seq);
     char msg[1200];
     snprintf(msg, sizeof msg, "watchdog: %s", verdict);
     rl_world_abort(w, RL_ERR_HANG, msg);

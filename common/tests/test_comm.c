@@ -592,6 +592,20 @@ START_TEST(test_watchdog_names_rank_and_seq)
     ck_assert_msg(strstr(out, "rank 2 (last completed seq 2) never called it") && strstr(out, "seq 3"),
                   "unexpected report: %s", out);
     ck_assert_int_eq(count_threads(), threads); /* every rank and comm thread was joined */
+    /* every rank hung (here the only one): nobody waits in a collective, the watchdog still fires */
+    for (int n = 1; n <= 2; n++) {
+        o = rl_test_opts(n, NULL);
+        o.timeout_s = 0.5;
+        for (int r = 0; r < n; r++)
+            ck_assert_int_eq(rl_fault_parse(r ? "hang:rank=1:seq=3" : "hang:rank=0:seq=3", &o.faults[r], err,
+                                            sizeof err), 0);
+        o.nfaults = n;
+        rc = launch_capturing(&o, hang_rank, out, sizeof out, &secs);
+        ck_assert_int_eq(rc, RL_ERR_HANG);
+        ck_assert_msg(secs < o.timeout_s + 2.0, "watchdog took %.2f s", secs);
+        ck_assert_msg(strstr(out, "rank 0 never entered collective seq 3 on world (--fault hang), and no other rank "
+                                  "was left in a collective"), "%d ranks, all hung: %s", n, out);
+    }
 }
 END_TEST
 
