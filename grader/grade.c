@@ -939,6 +939,11 @@ static int write_details(const char *path, const rl_grade_lab *lab, const rl_gra
         return -1;
     fprintf(f, "Lab %s, seed %llu: the whole message and output of every failed test\n", lab->id,
             (unsigned long long)run_seed);
+    int failed = 0;
+    for (int i = 0; i < nsel; i++)
+        failed += !res[i].passed;
+    if (!failed)
+        fprintf(f, "\n(none failed)\n");
     for (int i = 0; i < nsel; i++) {
         if (res[i].passed)
             continue;
@@ -1396,7 +1401,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             printf("Results written to %s (Gradescope format)\n", json_path);
         }
     }
-    if (details_path && score < max) {
+    if (details_path) { /* (also when all passed: no stale details of an earlier grade are left) */
         if (write_details(details_path, lab, sel, res, nsel)) {
             fprintf(stderr, "grade: could not write %s: %s\n", details_path, strerror(errno));
             rc = 1;

@@ -262,6 +262,8 @@ START_TEST(test_cli_malformed)
         { "%B/solutions/28_ddp/run --no-such-option", "--no-such-option", 1 },
         { "%B/solutions/29_zero_fsdp/run --stage nope", "nope", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule nope", "nope", 1 },
+        { "%B/solutions/30_tp_pp_sp_cp/run --heads 4 --ranks 8", "--heads 4 is not divisible by --ranks t = 8", 1 },
+        { "%B/solutions/30_tp_pp_sp_cp/run --stages 16", "--stages 16: the profile h100-nvlink models 8 GPUs", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --chunks 3", "--chunks 3 applies to --schedule interleaved only", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule interleaved --microbatches 7", "(got p = 4, v = 2, m = 7)", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule interleaved --chunks 1", "v from 2 to 4", 1 },
@@ -494,6 +496,13 @@ START_TEST(test_cli_grade_arguments)
                       "`%s`: exit %d; expected 2, \"%s\" and nothing graded:\n%.1500s", cmd, rc, cases[i].want, o);
         free(o);
     }
+    /* the details file is written after every grade, and a failed write is an error */
+    char cmd[512], *o;
+    snprintf(cmd, sizeof cmd, "timeout 60 %s/solutions/28_ddp/grade --step 28.1 --details /dev/full 2>&1",
+             rl_test_build());
+    int rc = rl_test_run(cmd, &o);
+    ck_assert_msg(rc == 1 && strstr(o, "could not write /dev/full"), "`%s`: exit %d:\n%.1500s", cmd, rc, o);
+    free(o);
 }
 END_TEST
 

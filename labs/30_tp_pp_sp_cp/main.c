@@ -33,6 +33,14 @@ static void part_line(const mp_stats *s, int i, const char *name)
         printf("  %-28s %s\n", name, s->err[i]);
 }
 
+/* The GPUs of the run's profile, and its name. */
+static int hw_gpus(const mp_config *c)
+{
+    const rl_hw *hw = c->opts.hw ? c->opts.hw : rl_hw_default();
+    return hw->gpus_per_node * hw->nodes;
+}
+static const char *hw_name(const mp_config *c) { return (c->opts.hw ? c->opts.hw : rl_hw_default())->name; }
+
 /* The driver's numeric options and the range each accepts. */
 static const rl_optnum_decl nums[] = {
     { "--stages", 1, 4096, 1 }, { "--microbatches", 1, 4096, 1 }, { "--chunks", 1, 4096, 1 }, { "--seq", 1, 4096, 1 },
@@ -119,6 +127,12 @@ int main(int argc, char **argv)
     else if (cfg.s % (2 * t))
         snprintf(why, sizeof why, "--seq %lld is not divisible by 2t = %d (zig-zag chunks for %d ranks)", (long long)cfg.s,
                  2 * t, t);
+    else if (cfg.heads % t)
+        snprintf(why, sizeof why, "--heads %d is not divisible by --ranks t = %d (TP attention gives each rank heads/t "
+                 "whole heads)", (int)cfg.heads, t);
+    else if (cfg.p > hw_gpus(&cfg))
+        snprintf(why, sizeof why, "--stages %d: the profile %s models %d GPUs, one per stage: use 1 to %d stages",
+                 cfg.p, hw_name(&cfg), hw_gpus(&cfg), hw_gpus(&cfg));
     else if (cfg.h % cfg.heads)
         snprintf(why, sizeof why, "--hidden %lld is not divisible by --heads %d", (long long)cfg.h, (int)cfg.heads);
     if (why[0]) {
