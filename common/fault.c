@@ -57,6 +57,11 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
     f->layer = -1;
     f->expert = -1;
     f->frac = -1;
+    if (strchr(spec, ',')) {
+        snprintf(err, (size_t)errlen, "--fault '%s': one --fault takes one fault; give --fault again for another "
+                 "(--fault KIND:key=value --fault KIND:key=value)", spec);
+        return -1;
+    }
     char *save = NULL, *tok = strtok_r(buf, ":", &save);
     int kind = -1;
     for (int i = 0; tok && i < RL_FAULT_NKINDS; i++)
@@ -79,8 +84,8 @@ int rl_fault_parse(const char *spec, rl_fault *f, char *err, int errlen)
         const char *val = eq + 1;
         double v = strtod(val, &end);
         if (!*val || *end || !(v >= 0) || !isfinite(v) || strspn(val, "0123456789.") != strlen(val)) {
-            snprintf(err, (size_t)errlen, "--fault '%s': %s=%s is not a number >= 0 (decimal digits, e.g. %s=3)", spec,
-                     tok, val, tok);
+            snprintf(err, (size_t)errlen, "--fault '%s': %s=%s is not a plain decimal number >= 0 (digits and a point, "
+                     "e.g. %s=%s)", spec, tok, val, tok, !strcmp(tok, "frac") ? "0.6" : !strcmp(tok, "ms") ? "800" : "3");
             return -1;
         }
         char key[64];

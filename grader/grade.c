@@ -1169,7 +1169,10 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         return 2;
     }
     const char *env_seed = getenv("RL_GRADE_SEED");
-    if (env_seed && *env_seed) {
+    int seed_arg = 0; /* --seed wins over RL_GRADE_SEED, which is then not read */
+    for (int i = 1; i + 1 < argc; i++)
+        seed_arg |= !strcmp(argv[i], "--seed");
+    if (env_seed && *env_seed && !seed_arg) {
         if (parse_seed(env_seed, &run_seed)) {
             fprintf(stderr, "grade: RL_GRADE_SEED='%s' is not a seed; use the number a grading run printed "
                             "(decimal digits, e.g. RL_GRADE_SEED=12345)\n", env_seed);
@@ -1244,6 +1247,9 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
                         bad > 0 ? strerror(bad) : "not a regular file");
                 return 2;
             }
+            if (access(answers_path, F_OK)) /* (a submission without one is graded, as unanswered) */
+                fprintf(stderr, "grade: note: --answers '%s' does not exist: the answers tests are graded as "
+                        "unanswered\n", answers_path);
         } else if (!strcmp(a, "--hints")) {
             char err[512];
             if (rl_hints_used_load(argv[++i], &hints_used, err, sizeof err)) {

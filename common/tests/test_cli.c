@@ -237,7 +237,9 @@ START_TEST(test_cli_malformed)
         { "%B/ringlab train --fault nan:rank=0:step=0", "lab 31's diagnose run injects it", 0 },
         { "%B/ringlab train --fault hot-expert:expert=1:frac=0.5", "it skews lab 31's MoE routing", 0 },
         { "%B/ringlab train --fault nan:rank=0:rank=1:step=0", "rank is given twice", 0 },
-        { "%B/ringlab train --fault nan:rank=0x1:step=0", "rank=0x1 is not a number", 0 },
+        { "%B/ringlab train --fault nan:rank=0x1:step=0", "rank=0x1 is not a plain decimal number", 0 },
+        { "%B/ringlab train --fault hot-expert:expert=0:frac=nan", "(digits and a point, e.g. frac=0.6)", 0 },
+        { "%B/ringlab train --fault straggler:rank=1:ms=5,hang:rank=1:seq=1", "give --fault again for another", 0 },
         { "%B/ringlab train --hw nope", "nope", 0 },
         { "%B/ringlab train --backend nope", "nope", 0 },
         { "%B/ringlab train --tui=nope", "nope", 0 },
@@ -496,8 +498,15 @@ START_TEST(test_cli_grade_arguments)
                       "`%s`: exit %d; expected 2, \"%s\" and nothing graded:\n%.1500s", cmd, rc, cases[i].want, o);
         free(o);
     }
-    /* the details file is written after every grade, and a failed write is an error */
     char cmd[512], *o;
+    /* --seed wins over RL_GRADE_SEED (not even read then); a missing answers file is named */
+    snprintf(cmd, sizeof cmd, "RL_GRADE_SEED=abc timeout 60 %s/solutions/28_ddp/grade --step 28.5 --seed 5 "
+             "--answers /nonexistent/answers.txt 2>&1", rl_test_build());
+    int rc0 = rl_test_run(cmd, &o);
+    ck_assert_msg(rc0 == 1 && strstr(o, "Seed 5:") && strstr(o, "--answers '/nonexistent/answers.txt' does not exist: "
+                  "the answers tests are graded as unanswered"), "`%s`: exit %d:\n%.1500s", cmd, rc0, o);
+    free(o);
+    /* the details file is written after every grade, and a failed write is an error */
     snprintf(cmd, sizeof cmd, "timeout 60 %s/solutions/28_ddp/grade --step 28.1 --details /dev/full 2>&1",
              rl_test_build());
     int rc = rl_test_run(cmd, &o);

@@ -347,7 +347,11 @@ START_TEST(test_cli_numbers_in_range)
     /* --fault's duration has a range too */
     ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --fault straggler:rank=0:ms=1e18", out, sizeof out),
                      2);
-    ck_assert_msg(strstr(out, "ms=1e18 is not a number >= 0"), "%s", out);
+    ck_assert_msg(strstr(out, "ms=1e18 is not a plain decimal number >= 0 (digits and a point, e.g. ms=800)"), "%s",
+                  out);
+    ck_assert_int_eq(rl_test_run_ringlab(rl_test_build(), "", "train --fault straggler:rank=0:ms=99999999", out,
+                                         sizeof out), 2);
+    ck_assert_msg(strstr(out, "ms=99999999 is not a number from 0 to 3600000"), "%s", out);
     /* lab 30's driver on sizes whose tensors cannot fit: a message, exit 1 — not a crash */
     if (!rl_test_quick()) { /* the labs' drivers are built by the normal build only */
         int rc = rl_test_run_cmd("build/solutions/30_tp_pp_sp_cp/run --seq 4096 --hidden 4096 --heads 4096 "
