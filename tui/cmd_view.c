@@ -438,6 +438,13 @@ int rl_cmd_view(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
+    if ((narrate != 0) + (ticks != 0) + (render != NULL) > 1) { /* one output: say which, never drop one */
+        fprintf(stderr, "ringlab view: %s%s%s: give one of them (each prints something else)\n",
+                narrate ? "--narrate" : "", ticks ? (narrate ? ", --ticks" : "--ticks") : "",
+                render ? ", --render" : "");
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     int view = RL_VIEW_TIMELINE;
     if (render && (view = rl_tui_view_parse(render)) < 0) {
         fprintf(stderr, "ringlab view: --render '%s': choose timeline, pipeline, shapes, memory or mesh\n", render);

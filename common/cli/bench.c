@@ -375,6 +375,7 @@ int rl_cmd_bench(int argc, char **argv)
     b->min_bytes = 8;
     b->max_bytes = 128 << 20;
     b->factor = 2;
+    int factor_given = 0;
     b->iters = 20;
     b->warmup = 5;
     b->check = 1;
@@ -419,7 +420,7 @@ int rl_cmd_bench(int argc, char **argv)
             goto badnum;
         if (k >= 0) {
             if (k == 0)
-                b->factor = num;
+                b->factor = num, factor_given = 1;
             else if (k == 1)
                 b->iters = (int)num;
             else if (k == 2)
@@ -460,6 +461,11 @@ int rl_cmd_bench(int argc, char **argv)
     }
     if (b->kind == -2) {
         fprintf(stderr, "ringlab bench: name a collective\n");
+        goto bad;
+    }
+    if (factor_given && b->step_bytes) {
+        fprintf(stderr, "ringlab bench: -f %g and -i %lld: sizes grow by a factor or by a step, give one of them\n",
+                b->factor, (long long)b->step_bytes);
         goto bad;
     }
     if (b->min_bytes > b->max_bytes) {
