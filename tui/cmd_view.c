@@ -336,7 +336,7 @@ int rl_cmd_view(int argc, char **argv)
 {
     const char *file = NULL, *render = NULL, *size = NULL, *synth = NULL, *out = NULL, *bench_file = NULL;
     const char *at = NULL;
-    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8, ticks = 0, narrate = 0;
+    int utf8 = 1, do_bench = 0, frames = 15, ranks = 4, mbs = 8, ticks = 0, narrate = 0, mbs_given = 0;
     long long events = 1000000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -375,6 +375,7 @@ int rl_cmd_view(int argc, char **argv)
                 events = (long long)num;
             else
                 *(k == 1 ? &frames : k == 2 ? &ranks : &mbs) = (int)num;
+            mbs_given |= k == 3;
             i++;
         } else if (next && strcmp(a, "--synth") == 0) {
             synth = argv[++i];
@@ -407,6 +408,11 @@ int rl_cmd_view(int argc, char **argv)
         return bench_load(bench_file, frames, w, h);
     if (do_bench)
         return bench((size_t)events, frames, w, h);
+    if (synth && mbs_given && !strcmp(synth, "ddp")) {
+        fprintf(stderr, "ringlab view --synth ddp: --microbatches applies to the pipeline traces (gpipe, 1f1b)\n");
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     if (synth) {
         if (!out) {
             fprintf(stderr, "ringlab view --synth: give the output file with --out FILE\n");

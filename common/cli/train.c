@@ -101,6 +101,12 @@ int rl_cmd_train(int argc, char **argv)
         usage(stderr);
         return RL_EXIT_USAGE;
     }
+    if (opts.tui) {
+        fprintf(stderr, "ringlab train: --tui: train prints its losses and has no live view; write a trace with "
+                "--trace FILE and open it with ringlab view FILE (or see ringlab view --demo --tui)\n");
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
     train_args a = { RL_MODEL_MLP, 300, 0, 0, 0, 3e-3f, 0, 0 };
     static const rl_optnum_decl nums[] = {
         { "--steps", 1, 10000000, 1 }, { "--batch", 1, 65536, 1 }, { "--every", 1, 10000000, 1 }, { "--lr", 1e-9, 10, 0 },

@@ -242,10 +242,12 @@ START_TEST(test_cli_malformed)
         { "%B/ringlab train --fault hot-expert:expert=0:frac=nan", "(digits and a point, e.g. frac=0.6)", 0 },
         { "%B/ringlab train --fault straggler:rank=1:ms=5,hang:rank=1:seq=1", "give --fault again for another", 0 },
         { "%B/ringlab train --hw nope", "nope", 0 },
+        { "%B/ringlab train --steps 3 --tui", "train prints its losses and has no live view", 0 },
         { "%B/ringlab train --backend nope", "nope", 0 },
         { "%B/ringlab train --tui=nope", "nope", 0 },
         { "%B/ringlab view --no-such-option", "--no-such-option", 0 },
         { "%B/ringlab view --synth nope --out x.json", "nope", 0 },
+        { "%B/ringlab view --synth ddp --microbatches 7 --out x.json", "--microbatches applies to the pipeline", 0 },
         { "%B/ringlab view x.json --render nope", "nope", 0 },
         { "%B/ringlab view x.json --size 0x0", "0x0", 0 },
         { "%B/ringlab view x.json --narrate --at abc", "abc", 0 },
@@ -266,6 +268,8 @@ START_TEST(test_cli_malformed)
         { "%B/solutions/31_3d_moe_debug/run --part plan --fault hang:rank=0:seq=1", "--part plan: --fault hang", 1 },
         { "%B/solutions/28_ddp/run --no-such-option", "--no-such-option", 1 },
         { "%B/solutions/29_zero_fsdp/run --stage nope", "nope", 1 },
+        { "%B/solutions/29_zero_fsdp/run --stage zero1 --group 2", "--group applies to --stage hsdp only", 1 },
+        { "%B/solutions/29_zero_fsdp/run --stage zero2 --no-prefetch", "--no-prefetch applies to --stage zero3", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule nope", "nope", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --heads 4 --ranks 8", "--heads 4 is not divisible by --ranks t = 8", 1 },
         { "%B/solutions/30_tp_pp_sp_cp/run --stages 16", "--stages 16: the profile h100-nvlink models 8 GPUs", 1 },
@@ -274,6 +278,11 @@ START_TEST(test_cli_malformed)
         { "%B/solutions/30_tp_pp_sp_cp/run --schedule interleaved --chunks 1", "v from 2 to 4", 1 },
         { "%B/solutions/31_3d_moe_debug/run --part nope", "nope", 1 },
         { "%B/solutions/31_3d_moe_debug/run --order dp-tp", "dp-tp", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part 3d --experts 3", "--part 3d does not use --experts", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part mesh --top-k 5", "--part mesh does not use --top-k", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part plan --dp 3", "it takes none of the parts' options", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part moe --dp 2", "it takes --experts --top-k --capacity-factor", 1 },
+        { "%B/solutions/31_3d_moe_debug/run --part 3d --order tp-cp-pp-dp", "--part 3d does not use --order", 1 },
     };
     char out[1 << 14];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -179,6 +179,8 @@ int main(int argc, char **argv)
     }
     if (rl_require_one_process(&cfg.opts, "lab 29"))
         return RL_EXIT_USAGE;
+    const char *prefetch_opt = NULL; /* options that apply to some stages only, when given */
+    int group_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         double v = 0;
@@ -192,11 +194,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--no-wrap")) {
             cfg.zero.wrap_per_block = 0;
         } else if (!strcmp(a, "--no-prefetch")) {
-            cfg.zero.forward_prefetch = cfg.zero.backward_prefetch = 0;
+            cfg.zero.forward_prefetch = cfg.zero.backward_prefetch = 0, prefetch_opt = a;
         } else if (!strcmp(a, "--no-forward-prefetch")) {
-            cfg.zero.forward_prefetch = 0;
+            cfg.zero.forward_prefetch = 0, prefetch_opt = a;
         } else if (!strcmp(a, "--no-backward-prefetch")) {
-            cfg.zero.backward_prefetch = 0;
+            cfg.zero.backward_prefetch = 0, prefetch_opt = a;
         } else if (has && !strcmp(a, "--stage")) {
             int s = zero_stage_parse(argv[++i]);
             if (s < ZERO_STAGE1) {
@@ -213,7 +215,7 @@ int main(int argc, char **argv)
             }
             i++;
             if (!strcmp(a, "--group"))
-                cfg.zero.group = (int)v;
+                cfg.zero.group = (int)v, group_given = 1;
             else if (!strcmp(a, "--steps"))
                 cfg.steps = (int)v;
             else if (!strcmp(a, "--batch"))
@@ -230,6 +232,14 @@ int main(int argc, char **argv)
     }
     if (cfg.steps < 1 || cfg.micro_batch < 1 || cfg.model.hidden < 1 || cfg.model.layers < 1) {
         fprintf(stderr, "--steps, --batch, --hidden and --layers must be >= 1\n");
+        usage(stderr);
+        return RL_EXIT_USAGE;
+    }
+    const char *stage = zero_stage_name(cfg.zero.stage);
+    if ((group_given && cfg.zero.stage != ZERO_HSDP) || (prefetch_opt && cfg.zero.stage < ZERO_STAGE3)) {
+        fprintf(stderr, "%s applies to %s only; --stage %s does not use it\n", group_given && cfg.zero.stage != ZERO_HSDP
+                ? "--group" : prefetch_opt, group_given && cfg.zero.stage != ZERO_HSDP ? "--stage hsdp"
+                : "--stage zero3 and hsdp (the parameters' all-gathers)", stage);
         usage(stderr);
         return RL_EXIT_USAGE;
     }

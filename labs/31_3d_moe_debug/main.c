@@ -433,6 +433,8 @@ int main(int argc, char **argv)
         return RL_EXIT_USAGE;
     a.part = "mesh", a.pp = 2, a.tp = 2, a.cp = 1, a.ep = 1, a.m = 4, a.steps = 8, a.experts = 8, a.top_k = 2;
     a.cf = 1.25, a.order = RL_MESH_ORDER_TP_CP_DP_PP;
+    const char *given[16]; /* the part's options given, to check against the part */
+    int ngiven = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int has = i + 1 < argc, k;
@@ -445,6 +447,8 @@ int main(int argc, char **argv)
         } else if (has && !strcmp(s, "--part")) {
             a.part = argv[++i];
         } else if (has && !strcmp(s, "--order")) {
+            if (ngiven < 16)
+                given[ngiven++] = s;
             const char *o = argv[++i];
             if (strcmp(o, "tp-cp-dp-pp") && strcmp(o, "tp-cp-pp-dp")) {
                 fprintf(stderr, "--order '%s': use tp-cp-dp-pp (PP outermost, the default) or tp-cp-pp-dp (DP "
@@ -460,6 +464,8 @@ int main(int argc, char **argv)
                 return RL_EXIT_USAGE;
             }
             i++;
+            if (ngiven < 16)
+                given[ngiven++] = s;
             if (!strcmp(s, "--capacity-factor")) {
                 a.cf = v;
                 continue;
@@ -474,6 +480,24 @@ int main(int argc, char **argv)
             return RL_EXIT_USAGE;
         }
     }
+    static const struct { const char *part, *takes; } part_opts[] = {
+        { "mesh", "--dp --pp --tp --cp --ep --order" }, { "3d", "--dp --pp --tp --cp --m --steps" },
+        { "moe", "--experts --top-k --capacity-factor" }, { "diagnose", "" }, { "plan", "" },
+    };
+    for (size_t p = 0; p < sizeof part_opts / sizeof *part_opts; p++)
+        for (int g = 0; g < ngiven && !strcmp(a.part, part_opts[p].part); g++) {
+            char word[24];
+            snprintf(word, sizeof word, "%s ", given[g]);
+            char takes[64];
+            snprintf(takes, sizeof takes, "%s ", part_opts[p].takes);
+            if (strstr(takes, word))
+                continue;
+            fprintf(stderr, "--part %s does not use %s (%s%s)\n", a.part, given[g],
+                    part_opts[p].takes[0] ? "it takes " : "it takes none of the parts' options",
+                    part_opts[p].takes);
+            usage(stderr);
+            return RL_EXIT_USAGE;
+        }
     if (!a.dp) {
         int rest = a.pp * a.tp * a.cp;
         if (strcmp(a.part, "mesh") && strcmp(a.part, "3d"))
@@ -498,8 +522,8 @@ int main(int argc, char **argv)
         return part_mesh(&a);
     if (!strcmp(a.part, "3d")) {
         if (a.dp * a.pp * a.tp != a.opts.ranks || a.cp != 1 || 4 % a.pp || 256 % a.tp || a.opts.ranks > LAB31_MAX_RANKS) {
-            fprintf(stderr, "--part 3d: need dp·pp·tp = --ranks (<= %d), pp dividing 4 layers, tp dividing 256\n",
-                    LAB31_MAX_RANKS);
+            fprintf(stderr, "--part 3d: need dp·pp·tp = --ranks (<= %d), pp dividing 4 layers, tp dividing 256, and no "
+                    "CP (--cp 1)\n", LAB31_MAX_RANKS);
             usage(stderr);
             return RL_EXIT_USAGE;
         }
