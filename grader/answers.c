@@ -26,8 +26,12 @@ int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
     char *line = NULL;
     size_t cap = 0;
     int found = 0, lineno = 0;
-    while (getline(&line, &cap, f) >= 0) {
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) >= 0) {
         lineno++;
+        for (ssize_t i = 0; i < len; i++) /* a NUL byte would hide the rest of its line: show it as '?' */
+            if (!line[i])
+                line[i] = '?';
         char *hash = strchr(line, '#');
         if (hash)
             *hash = 0;

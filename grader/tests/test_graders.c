@@ -648,6 +648,7 @@ START_TEST(test_answers_strict)
           "s/^i1_reverse_order = c/i1_reverse_order = (c)/", "", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 0x6 /", "h1_total_mb = '0x6' is not one number", 0 },
         { "s/^h1_total_mb = 19.2 /h1_total_mb = 19 or 20 /", "h1_total_mb = '19 or 20' is not one number", 0 },
+        { "s/^h1_total_mb = 19.2 /h1_total_mb = 19.2\\x00junk /", "h1_total_mb = '19.2?junk' is not one number", 0 },
         { "s/^h2_ring_steps = 4094 /h2_ring_steps = 40,94 /", "h2_ring_steps = '40,94' is not one number", 0 },
         { "s/^i1_reverse_order = c/i1_reverse_order = c because/", "answer with one letter", 0 },
         { "$a h5_wait_ms = 30", "h5_wait_ms is answered more than once", 0 },
