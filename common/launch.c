@@ -47,7 +47,7 @@ void rl_opts_usage(FILE *f, const rl_opts *defaults)
             "  --tui[=VIEW]       show the run live in the terminal UI, opening on VIEW (timeline,\n"
             "                     pipeline, shapes, memory or mesh)\n"
             "  --seed N           random seed (default %llu)\n"
-            "  --timeout S        watchdog: a collective not done after S seconds ends the run (default %g)\n"
+            "  --timeout S        watchdog: a collective not done after S seconds ends the run (0.1 to 86400; default %g)\n"
             "  --fault SPEC       inject a fault (repeatable):\n%s"
             "  --quiet            no launcher messages\n"
             "  --help             this help\n",
@@ -74,7 +74,7 @@ static int is_opt(const char *arg, const char *name)
 }
 
 const rl_optnum_decl rl_opts_numbers[RL_OPTS_NNUMBERS] = {
-    { "--ranks", 1, 1024, 1 }, { "--seed", 0, 2147483647, 1 }, { "--timeout", 0.001, 86400, 0 },
+    { "--ranks", 1, 1024, 1 }, { "--seed", 0, 2147483647, 1 }, { "--timeout", 0.1, 86400, 0 },
 };
 
 RL_API_WATCHED

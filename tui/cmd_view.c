@@ -481,9 +481,9 @@ int rl_cmd_view(int argc, char **argv)
     }
     double end = trace_end(t);
     if (at && st.playhead > end * (1 + 1e-9) + 1e-12) {
-        char b1[32], b2[32];
-        fprintf(stderr, "ringlab view: --at %s is after the run's end (%s): give a time from 0 to %s\n",
-                rl_tui_fmt_time(st.playhead, b1, sizeof b1), rl_tui_fmt_time(end, b2, sizeof b2), b2);
+        char b2[32];
+        fprintf(stderr, "ringlab view: --at %s is after the run's end (%s): give a time from 0 to %s\n", at,
+                rl_tui_fmt_time(end, b2, sizeof b2), b2);
         rl_trace_free(t);
         return RL_EXIT_USAGE;
     }

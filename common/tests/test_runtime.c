@@ -94,7 +94,8 @@ START_TEST(test_options)
     const char *bad[][3] = { { "--ranks", "0", "1 to 1024" }, { "--ranks", "x", "whole number" },
                              { "--hw", "tpu", "unknown profile" }, { "--backend", "gpu", "sim, cuda or auto" },
                              { "--fault", "hang:rank=1", "seq=S" }, { "--fault", "boom", "unknown kind" },
-                             { "--timeout", "-1", "--timeout: '-1' is not a number from 0.001 to 86400" },
+                             { "--timeout", "-1", "--timeout: '-1' is not a number from 0.1 to 86400" },
+                             { "--timeout", "0.001", "from 0.1" }, /* (ranks not yet arrived would be blamed) */
                              { "--tui=graph", "x", "memory or mesh" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *argv[] = { "prog", (char *)bad[i][0], (char *)bad[i][1], NULL };
