@@ -428,8 +428,11 @@ static int run_coll(const topic *tp, int argc, char **argv)
     const char *f_bus = in.kind == RL_COLL_ALL_REDUCE ? "2(n-1)/n"
                       : in.kind == RL_COLL_BROADCAST || in.kind == RL_COLL_REDUCE ? "1" : "(n-1)/n";
     printf("formula: %s; algbw = S/t; busbw = algbw × %s (nccl-tests)\n", f_time, f_bus);
-    printf("result:  t = %s (%d latency steps of α: %g)\n", htime(b2, sizeof b2, r.time), (int)lround(r.latency_steps),
-           r.latency_steps);
+    if (fabs(r.latency_steps - round(r.latency_steps)) < 1e-9)
+        printf("result:  t = %s (%.0f latency steps of α)\n", htime(b2, sizeof b2, r.time), r.latency_steps);
+    else /* (the tree's 2·log2(n) when n is not a power of two: the model's count, not a whole one) */
+        printf("result:  t = %s (%.4g latency steps of α, as the model counts them)\n", htime(b2, sizeof b2, r.time),
+               r.latency_steps);
     printf("         sent per rank %.0f bytes (%s)\n", r.bytes_per_rank, hbytes(b3, sizeof b3, r.bytes_per_rank));
     printf("         algbw = %.3f GB/s, busbw = %.3f GB/s (factor %.6g; GB/s = 1e9 B/s)\n", r.algbw / 1e9,
            r.busbw / 1e9, r.factor);
