@@ -1186,7 +1186,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
               !strcmp(a, "--details") || !strcmp(a, "--json-fd") || !strcmp(a, "--hints") ||
               !strcmp(a, "--hint-penalty") || !strcmp(a, "--learner")) && i + 1 >= argc) ||
             (!strcmp(a, "--zero-json") && i + 2 >= argc)) {
-            fprintf(stderr, "grade: %s needs a value\n", a);
+            fprintf(stderr, "grade: %s needs %s\n", a, strcmp(a, "--zero-json") ? "a value" : "FILE and REASON");
             usage(lab, stderr);
             return 2;
         }

@@ -499,6 +499,7 @@ START_TEST(test_cli_grade_arguments)
         { "--details /nonexistent/details.txt", "--details '/nonexistent/details.txt': No such file" },
         { "--seed 12x", "--seed '12x' is not a seed" },
         { "--zero-json /tmp/rl_zero.json ''", "give the reason the learner will read" },
+        { "--zero-json /tmp/rl_zero.json", "--zero-json needs FILE and REASON" },
         { "--zero-json /tmp/rl_zero.json ' '", "give the reason the learner will read" },
         { "--zero-json /nonexistent/z.json 'it does not build'", "--zero-json '/nonexistent/z.json': No such file" },
     };
