@@ -1,5 +1,6 @@
 /* view_memory.c — per-rank stacked bars of memory by category (param, grad, optim,
- * activation, comm, other): now (the last sample) and at the peak, in bytes. */
+ * activation, comm, other): now (the last sample) and at the peak, in bytes; and each rank's
+ * total over the run as a row of eighth blocks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ static rl_style mem_style(int cat)
 
 typedef struct {
     const rl_mem_sample *now;   /* the last sample (at or before the playhead when it is on) */
+    double *hist;               /* memory over the run: the total held in each column (-1: before
+                                   the first sample), the largest of the samples in it */
 } rank_mem;
 
 static double total_of(const int64_t *v)
@@ -30,6 +33,53 @@ static double total_of(const int64_t *v)
     for (int k = 0; k < RL_MEM_NCAT; k++)
         s += (double)v[k];
     return s;
+}
+
+/* Fills each rank's hist over w columns spanning [t0, t1]: the largest total of the samples in a
+ * column, or, in a column without one, the last sample's before it. */
+static int fill_history(const rl_trace *t, rank_mem *rm, int w, double t0, double t1)
+{
+    double *last_t = malloc((size_t)w * sizeof *last_t), *last_v = malloc((size_t)w * sizeof *last_v);
+    int ok = last_t && last_v;
+    for (int r = 0; r < t->nranks && ok; r++)
+        ok = (rm[r].hist = malloc((size_t)w * sizeof *rm[r].hist)) != NULL;
+    for (int r = 0; r < t->nranks && ok; r++) {
+        double *h = rm[r].hist;
+        for (int x = 0; x < w; x++)
+            h[x] = last_v[x] = -1, last_t[x] = -1;
+        for (size_t i = 0; i < t->nmem; i++) {
+            const rl_mem_sample *ms = &t->mem[i];
+            if (ms->rank != r)
+                continue;
+            int x = t1 > t0 ? (int)((ms->vtime - t0) / (t1 - t0) * w) : 0;
+            x = x < 0 ? 0 : x >= w ? w - 1 : x;
+            double v = total_of(ms->current);
+            h[x] = v > h[x] ? v : h[x];
+            if (ms->vtime >= last_t[x])
+                last_t[x] = ms->vtime, last_v[x] = v;
+        }
+        for (int x = 1; x < w; x++) /* (a column without samples holds what the one before ended with) */
+            if (h[x] < 0 && h[x - 1] >= 0)
+                h[x] = last_v[x - 1], last_v[x] = last_v[x - 1];
+    }
+    free(last_t);
+    free(last_v);
+    return ok ? 0 : -1;
+}
+
+/* One row of memory over time: each column's height in 8 levels from lo (the lowest) to hi (the
+ * full block): the changes show even when most memory is held throughout; nothing held, blank. */
+static void draw_history(rl_canvas *c, int x, int y, int w, const double *h, double lo, double hi)
+{
+    static const char ascii[] = "._-~=+*#";
+    for (int k = 0; k < w; k++) {
+        if (h[k] <= 0)
+            continue;
+        int lv = hi > lo ? 1 + (int)((h[k] - lo) / (hi - lo) * 7 + 0.5) : 1;
+        lv = lv < 1 ? 1 : lv > 8 ? 8 : lv;
+        rl_glyph g = RL_GLYPH(0x2580 + lv, ascii[lv - 1]); /* ▁ .. █ */
+        rl_canvas_put(c, x + k, y, g, RL_STYLE(RL_COLOR_CYAN, RL_COLOR_DEFAULT, 0));
+    }
 }
 
 static void draw_bar(rl_canvas *c, int x, int y, int w, const int64_t *v, double scale)
@@ -49,9 +99,9 @@ static void draw_bar(rl_canvas *c, int x, int y, int w, const int64_t *v, double
 }
 
 /* Whether rank r shows exactly what rank q shows (then the view lists them as one row). */
-static int same_rank(const rl_trace *t, const rank_mem *rm, int r, int q)
+static int same_rank(const rl_trace *t, const rank_mem *rm, int w, int r, int q)
 {
-    if (memcmp(t->peak[r], t->peak[q], sizeof t->peak[r]))
+    if (memcmp(t->peak[r], t->peak[q], sizeof t->peak[r]) || memcmp(rm[r].hist, rm[q].hist, (size_t)w * sizeof *rm[r].hist))
         return 0;
     if (!rm[r].now || !rm[q].now)
         return rm[r].now == rm[q].now;
@@ -90,7 +140,7 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         s->rank = t->nranks - 1;
     if (s->rank < 0)
         s->rank = 0;
-    char buf[512], b1[32], b2[32];
+    char buf[512], b1[32], b2[32], b3[32];
     int y = y0;
     if (!any) {
         rl_canvas_text(c, 1, y + 1, -1, RL_TUI_HILITE, "No memory figures in this trace.");
@@ -100,24 +150,36 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         free(rm);
         return;
     }
-    snprintf(buf, sizeof buf, "now: %s · peak: the account's peak per category · full bar = %s",
-             s->play_on ? "at the playhead" : "the last sample", rl_tui_fmt_bytes(scale, b1, sizeof b1));
+    snprintf(buf, sizeof buf, "now: %s · peak: the account's, per category · full bar = %s · over time: %s – %s",
+             s->play_on ? "at the playhead" : "the last sample",
+             rl_tui_fmt_bytes(scale, b1, sizeof b1), rl_tui_fmt_time(m->t_min, b2, sizeof b2),
+             rl_tui_fmt_time(m->t_max, b3, sizeof b3));
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
 
     int lw = 13, valw = 26, barw = c->w - lw - valw - 2;
     if (barw < 8)
         barw = 8;
-    int nvis = (y1 - y - 4) / 2;
+    if (fill_history(t, rm, barw, m->t_min, m->t_max)) {
+        rl_canvas_text(c, 1, y, -1, RL_TUI_HILITE, "out of memory");
+        goto done;
+    }
+    double lo = -1, hi = 0; /* the range of the rows over time (every sample's), shared so that ranks compare */
+    for (size_t i = 0; i < t->nmem; i++) {
+        double v = t->mem[i].rank >= 0 && t->mem[i].rank < t->nranks ? total_of(t->mem[i].current) : -1;
+        if (v > 0) /* (nothing held yet, or any more: drawn blank, out of the range) */
+            lo = lo < 0 || v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    int nvis = (y1 - y - 4) / 3;
     if (nvis < 1)
         nvis = 1;
     /* rows: runs of ranks that show the same figures, from the one holding the selected rank */
     int first = s->rank;
-    while (first > 0 && same_rank(t, rm, first, first - 1))
+    while (first > 0 && same_rank(t, rm, barw, first, first - 1))
         first--;
     int shown = 0, r = first;
     for (; r < t->nranks && shown < nvis; shown++) {
         int last = r;
-        while (last + 1 < t->nranks && same_rank(t, rm, last + 1, r))
+        while (last + 1 < t->nranks && same_rank(t, rm, barw, last + 1, r))
             last++;
         const rank_mem *q = &rm[r];
         int sel = s->rank >= r && s->rank <= last && !s->printed;
@@ -140,6 +202,13 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         draw_bar(c, lw, y, barw, t->peak[r], scale);
         rl_canvas_printf(c, lw + barw + 1, y, valw, RL_STYLE_PLAIN, "%10s (categories)",
                          rl_tui_fmt_bytes(total_of(t->peak[r]), b1, sizeof b1));
+        y++;
+        rl_canvas_text(c, 0, y, lw, sel ? RL_TUI_HILITE : RL_STYLE_PLAIN, "   over time");
+        draw_history(c, lw, y, barw, q->hist, lo, hi);
+        rl_tui_play_marks(c, lw, y, y + 1, barw, m->t_min, m->t_max, s);
+        if (lo >= 0)
+            rl_canvas_printf(c, lw + barw + 1, y, valw, RL_TUI_DIM, "%s – %s", rl_tui_fmt_bytes(lo, b1, sizeof b1),
+                             rl_tui_fmt_bytes(hi, b2, sizeof b2));
         y++;
         r = last + 1;
     }
@@ -166,5 +235,8 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
                               rl_tui_fmt_bytes((double)t->peak[s->rank][cat], b1, sizeof b1));
     if (y < y1)
         rl_canvas_text(c, 1, y, c->w - 2, RL_STYLE_PLAIN, buf);
+done:
+    for (int q = 0; q < t->nranks; q++)
+        free(rm[q].hist);
     free(rm);
 }

@@ -475,6 +475,10 @@ START_TEST(test_memory_snapshot)
     ck_assert_has(txt, "PPPPP");
     ck_assert_has(txt, "OOOO");
     ck_assert_has(txt, "r0 peaks: param 1.00 MiB, grad 1.00 MiB, optim 4.00 MiB, activation 2.00 MiB, comm 0 B");
+    /* over time: blank before the first sample (1 ms), then 2, 8 and 6 MiB in eighths of the
+     * samples' range, 2 to 8.5 MiB (rank 1: 2.5, 8.5, 6.5) */
+    ck_assert_has(txt, "   over time                    ....................*******************= 2.00 MiB - 8.50 MiB");
+    ck_assert_has(txt, "   over time                    ____________________###################+ 2.00 MiB - 8.50 MiB");
     free(txt);
     rl_trace_free(t);
 }
