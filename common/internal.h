@@ -175,6 +175,7 @@ struct rl_ctx {
     double clock[RL_NSTREAMS];
     rl_stream cur;
     rl_mem_account mem;
+    int64_t mem_sampled[RL_MEM_NCAT]; /* the account at its last sample in the trace */
     rl_trace *trace;
     pthread_mutex_t trace_mu;
     int tags[RL_NTAGS];

@@ -110,6 +110,8 @@ static void advance(rl_ctx *ctx, const char *name, rl_cat cat, double dur, doubl
         rl_backend_trace_timed(ctx, &e, ctx->tags, ctx->phase, timer);
     else
         rl_ctx_trace_event(ctx, &e, ctx->tags, ctx->phase);
+    if (s == RL_STREAM_COMPUTE && memcmp(ctx->mem.current, ctx->mem_sampled, sizeof ctx->mem_sampled))
+        rl_mem_sample_now(ctx); /* memory over time: a sample after each op that changed the account */
 }
 
 RL_API_WATCHED
@@ -183,6 +185,7 @@ void rl_mem_sample_now(rl_ctx *ctx)
     RL_API_ENTRY();
     rl_mem_sample m = { .rank = ctx->rank, .vtime = rl_stream_time(ctx, RL_STREAM_COMPUTE) };
     memcpy(m.current, ctx->mem.current, sizeof m.current);
+    memcpy(ctx->mem_sampled, m.current, sizeof m.current);
     pthread_mutex_lock(&ctx->trace_mu);
     rl_trace_add_mem(ctx->trace, &m);
     pthread_mutex_unlock(&ctx->trace_mu);

@@ -146,7 +146,7 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
         rl_canvas_text(c, 1, y + 1, -1, RL_TUI_HILITE, "No memory figures in this trace.");
         rl_canvas_text(c, 1, y + 2, -1, RL_STYLE_PLAIN,
                        "Runs record each rank's memory account (param, grad, optim, activation, comm)");
-        rl_canvas_text(c, 1, y + 3, -1, RL_STYLE_PLAIN, "at every step end; this view stacks it per rank.");
+        rl_canvas_text(c, 1, y + 3, -1, RL_STYLE_PLAIN, "after every op that changes it; this view stacks it per rank.");
         free(rm);
         return;
     }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ringlab.h"
+#include "ops.h"
 #include "testutil.h"
 
 START_TEST(test_bf16_round_to_nearest_even)
@@ -172,6 +173,41 @@ static void write_file(const char *path, const char *text)
 /* Comm hidden behind compute: compute [0,4] and [3,6] merge to [0,6]; comm [5,9] on step 0
  * has 1 of 4 hidden; a comm span of step 1 and another rank's compute are ignored; wall
  * times are used with wall=1. */
+/* One step that allocates an activation, uses it and frees it between ops. */
+static int act_rank(rl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    rl_step_begin(ctx, 0);
+    rl_tensor *w = rl_tensor_new_1d(ctx, "w", RL_F32, RL_MEM_PARAM, 1024);
+    rl_fill(ctx, w, 1);
+    rl_tensor *a = rl_tensor_new_1d(ctx, "a", RL_F32, RL_MEM_ACTIVATION, 4096);
+    rl_fill(ctx, a, 2);
+    rl_tensor_free(a);
+    rl_scale(ctx, w, 0.5f);
+    rl_step_end(ctx);
+    rl_tensor_free(w);
+    return 0;
+}
+
+/* Memory over time: a sample after every op that changed the account, so an activation held
+ * inside a step shows in the trace (not only the step ends). */
+START_TEST(test_memory_sampled_inside_steps)
+{
+    rl_opts o = rl_test_opts(1, NULL);
+    rl_trace *t = NULL;
+    ck_assert_int_eq(rl_launch(&o, act_rank, NULL, &t), 0);
+    ck_assert_ptr_nonnull(t);
+    int act = 0, after = 0;
+    for (size_t i = 0; i < t->nmem; i++) {
+        act |= t->mem[i].current[RL_MEM_ACTIVATION] == 4096 * 4;
+        after |= act && t->mem[i].current[RL_MEM_ACTIVATION] == 0 && t->mem[i].current[RL_MEM_PARAM] == 4096;
+    }
+    ck_assert_msg(act && after && t->nmem >= 3, "%zu samples: the activation held inside the step (%d) and its free "
+                  "before the step's end (%d)", t->nmem, act, after);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_trace_comm_hidden)
 {
     rl_trace *t = rl_trace_new(2);
@@ -457,6 +493,7 @@ Suite *runtime_suite(void)
     tcase_add_test(tc, test_trace_roundtrip_and_errors);
     tcase_add_test(tc, test_trace_pack_unpack);
     tcase_add_test(tc, test_trace_comm_hidden);
+    tcase_add_test(tc, test_memory_sampled_inside_steps);
     suite_add_tcase(s, tc);
     TCase *cli = tcase_create("bench_cli");
     tcase_set_timeout(cli, 120);
