@@ -118,6 +118,15 @@ int rl_comm_rank(const rl_comm *comm) { return comm ? comm->rank : -1; }
 int rl_comm_size(const rl_comm *comm) { return comm ? comm->g->n : 0; }
 const char *rl_comm_name(const rl_comm *comm) { return comm ? comm->g->name : "?"; }
 rl_ctx *rl_comm_ctx(const rl_comm *comm) { return comm ? comm->ctx : NULL; }
+const char *rl_comm_role(const rl_comm *comm) { return comm ? comm->role : ""; }
+
+void rl_comm_set_role(rl_comm *comm, const char *role)
+{
+    size_t n = role ? strlen(role) : 0;
+    if (!comm || n < 1 || n > 7 || strspn(role, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+        return;
+    memcpy(comm->role, role, n + 1);
+}
 rl_comm_counters rl_comm_get_counters(const rl_comm *comm)
 {
     rl_comm_counters c = { 0 };
@@ -1394,6 +1403,7 @@ static void trace_op(rl_ctx *ctx, const rl_work *w, const rl_op_desc *d, double 
     e.bytes = (double)numel * (double)rl_dtype_size(d->dtype);
     e.seq = d->seq >= 0 ? d->seq : d->p2p_seq;
     snprintf(e.comm, sizeof e.comm, "%s", d->comm->g->name);
+    memcpy(e.role, d->comm->role, sizeof e.role);
     if (d->kind == RL_COLL_SEND || d->kind == RL_COLL_RECV) {
         char shp[64];
         e.peer = d->comm->g->granks[d->root];

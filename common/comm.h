@@ -34,6 +34,11 @@ int rl_comm_size(const rl_comm *comm);
 int rl_comm_global_rank(const rl_comm *comm, int r);
 /* The communicator's name in traces and reports ("world", "world/c1.s0" ...). */
 const char *rl_comm_name(const rl_comm *comm);
+/* Names what this rank's handle of comm is for ("tp", "pp", "dp", "cp", "ep", "shard" ...: 1 to 7
+ * lower-case letters, digits or '-'; else ignored): traces carry it and the TUI names and colours
+ * the traffic by it. The role of a communicator without one is "". */
+void rl_comm_set_role(rl_comm *comm, const char *role);
+const char *rl_comm_role(const rl_comm *comm);
 /* The rank context a communicator belongs to. */
 rl_ctx *rl_comm_ctx(const rl_comm *comm);
 /* Collective over parent: ranks with the same color form a new communicator, ordered by

@@ -137,6 +137,7 @@ struct rl_comm {
     rl_comm_counters counters;
     rl_comm *next_in_ctx;
     void *nccl;                 /* GPU backend (issue 6): this rank's ncclComm_t, or NULL */
+    char role[8];               /* rl_comm_set_role's, or "" */
 };
 
 struct rl_world {

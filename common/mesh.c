@@ -282,10 +282,10 @@ int rl_mesh_build_comms(rl_ctx *ctx, const rl_mesh *m, rl_mesh_comms *out)
     memset(out, 0, sizeof *out);
     int rank = rl_rank(ctx);
     rl_mesh_coord_of(m, rank, &out->coord);
-    struct { int dims; rl_comm **slot; } kinds[] = {
-        { RL_MESH_TP, &out->tp }, { RL_MESH_CP, &out->cp }, { RL_MESH_PP, &out->pp }, { RL_MESH_DP, &out->dp },
-        { RL_MESH_EP, &out->ep }, { RL_MESH_EDP, &out->edp }, { RL_MESH_DP | RL_MESH_CP, &out->dp_cp },
-        { RL_MESH_TP | RL_MESH_CP | RL_MESH_PP, &out->mp },
+    struct { int dims; rl_comm **slot; const char *role; } kinds[] = {
+        { RL_MESH_TP, &out->tp, "tp" }, { RL_MESH_CP, &out->cp, "cp" }, { RL_MESH_PP, &out->pp, "pp" },
+        { RL_MESH_DP, &out->dp, "dp" }, { RL_MESH_EP, &out->ep, "ep" }, { RL_MESH_EDP, &out->edp, "edp" },
+        { RL_MESH_DP | RL_MESH_CP, &out->dp_cp, "dp-cp" }, { RL_MESH_TP | RL_MESH_CP | RL_MESH_PP, &out->mp, "mp" },
     };
     rl_comm *world = rl_comm_world(ctx);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -298,6 +298,7 @@ int rl_mesh_build_comms(rl_ctx *ctx, const rl_mesh *m, rl_mesh_comms *out)
             return rl_error(ctx, RL_ERR_ARG, "rl_mesh_build_comms: splitting the %s groups failed: %s",
                             rl_mesh_dims_name(kinds[i].dims, nm, sizeof nm), why[0] ? why : "the run stopped");
         }
+        rl_comm_set_role(c, kinds[i].role);
         *kinds[i].slot = c;
     }
     rl_mesh_record(ctx, m);

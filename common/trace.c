@@ -307,6 +307,8 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
         json_object_set_new(args, "seq", json_integer(e->seq));
     if (e->comm[0])
         json_object_set_new(args, "comm", json_string(e->comm));
+    if (e->role[0])
+        json_object_set_new(args, "role", json_string(e->role));
     if (e->shapes)
         json_object_set_new(args, "shapes", json_string(e->shapes));
     if (e->peer >= 0)

@@ -28,6 +28,7 @@ typedef struct rl_trace_event {
     char phase;             /* 'F', 'B', 'W' or 0 */
     int64_t seq;            /* collective sequence number, -1 if none */
     char comm[24];          /* communicator name for comm events ("world", "world/0.1") */
+    char role[8];           /* what the communicator is for ("tp", "dp" ...: rl_comm_set_role), or "" */
     char *shapes;           /* "x[b=8,h=64] w[h=64,4h=256] -> y[b=8,4h=256]" or NULL (owned) */
     int peer;               /* send/recv: the peer's world rank; -1 otherwise */
     int npeers;             /* all_to_all(v): entries of peer_bytes (the communicator's size); else 0 */

@@ -21,7 +21,7 @@ typedef enum { C_ROOT, C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_PEER_BYTES, C_RINGLAB
 typedef enum {
     K_OTHER, K_TRACE_EVENTS, K_RINGLAB,                                             /* top */
     K_PH, K_PID, K_TID, K_TS, K_DUR, K_NAME, K_CAT, K_ARGS,                          /* an event */
-    K_BYTES, K_FLOPS, K_PHASE, K_SEQ, K_COMM, K_SHAPES, K_PEER, K_PEER_BYTES, K_WALL_TS, K_WALL_DUR,
+    K_BYTES, K_FLOPS, K_PHASE, K_SEQ, K_COMM, K_SHAPES, K_PEER, K_PEER_BYTES, K_WALL_TS, K_WALL_DUR, K_ROLE,
     K_TAG0, /* K_TAG0 + tag, then the memory categories */
     K_MEM0 = K_TAG0 + RL_NTAGS,
     K_RANKS = K_MEM0 + RL_MEM_NCAT, K_HW, K_MEMORY_PEAK, K_MESH, K_META, K_VERSION, K_DIMS, K_SIZES,  /* ringlab */
@@ -94,6 +94,7 @@ static const char *key_name(key k)
         [K_TS] = "ts", [K_DUR] = "dur", [K_NAME] = "name", [K_CAT] = "cat", [K_ARGS] = "args", [K_BYTES] = "bytes",
         [K_FLOPS] = "flops", [K_PHASE] = "phase", [K_SEQ] = "seq", [K_COMM] = "comm", [K_SHAPES] = "shapes",
         [K_PEER] = "peer", [K_PEER_BYTES] = "peer_bytes", [K_WALL_TS] = "wall_ts", [K_WALL_DUR] = "wall_dur",
+        [K_ROLE] = "role",
         [K_RANKS] = "ranks", [K_HW] = "hw", [K_MEMORY_PEAK] = "memory_peak", [K_MESH] = "mesh", [K_META] = "meta",
         [K_VERSION] = "version", [K_DIMS] = "dims", [K_SIZES] = "sizes",
     };
@@ -230,6 +231,9 @@ static int finish_event(reader *r)
         ev.seq = e[K_SEQ].i;
     if (e[K_COMM].kind == V_STRING)
         memcpy(ev.comm, e[K_COMM].s, sizeof ev.comm - 1); /* ev.comm[last] stays 0 */
+    size_t rn = e[K_ROLE].kind == V_STRING ? strlen(e[K_ROLE].s) : 0; /* (as rl_comm_set_role takes it, else none) */
+    if (rn >= 1 && rn < sizeof ev.role && strspn(e[K_ROLE].s, "abcdefghijklmnopqrstuvwxyz0123456789-") == rn)
+        memcpy(ev.role, e[K_ROLE].s, rn + 1);
     if (int_in(&e[K_PEER], 0, 1 << 30))
         ev.peer = (int)e[K_PEER].i;
     if (is_num(&e[K_WALL_TS])) {

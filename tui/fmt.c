@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "mem.h"
 #include "views.h"
 
@@ -83,6 +84,28 @@ int rl_tui_distinct_steps(const rl_trace *t, int (*keep)(const rl_trace_event *e
             v[k++] = v[i];
     *out = v;
     return k;
+}
+
+int rl_tui_dim_color(int d)
+{
+    static const uint8_t c[RL_MESH_MAX] = { RL_COLOR_BRIGHT_CYAN, RL_COLOR_BRIGHT_MAGENTA, RL_COLOR_BRIGHT_GREEN,
+                                            RL_COLOR_BRIGHT_RED, RL_COLOR_BRIGHT_BLUE, RL_COLOR_YELLOW };
+    return c[(d % RL_MESH_MAX + RL_MESH_MAX) % RL_MESH_MAX];
+}
+
+int rl_tui_role_color(const rl_trace *t, const char *role)
+{
+    static const char *const known[] = { "tp", "cp", "pp", "dp", "ep", "edp" };
+    size_t n = strcspn(role, "-");
+    if (!n)
+        return -1;
+    for (int d = 0; d < t->mesh_ndims; d++)
+        if (strlen(t->mesh_names[d]) == n && !strncmp(t->mesh_names[d], role, n))
+            return rl_tui_dim_color(d);
+    for (int d = 0; d < (int)(sizeof known / sizeof *known); d++)
+        if (strlen(known[d]) == n && !strncmp(known[d], role, n))
+            return rl_tui_dim_color(d);
+    return rl_tui_dim_color((int)n + role[0]); /* (another name: a colour of its own, the same every time) */
 }
 
 rl_style rl_tui_cat_style(rl_cat cat, int bucket)

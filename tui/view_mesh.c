@@ -46,8 +46,6 @@ static int group_dim(const mesh_dims *d, const int *sel, int r)
     return dim;
 }
 
-static const uint8_t dim_colors[RL_MESH_MAX] = { RL_COLOR_BRIGHT_CYAN, RL_COLOR_BRIGHT_MAGENTA, RL_COLOR_BRIGHT_GREEN,
-                                                 RL_COLOR_BRIGHT_RED, RL_COLOR_BRIGHT_BLUE, RL_COLOR_YELLOW };
 
 void rl_tui_mesh_move(rl_tui_state *s, const rl_tui_model *m, int dx, int dy)
 {
@@ -127,7 +125,7 @@ void rl_tui_view_mesh(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tu
                 int gd = r == s->rank ? -1 : group_dim(&d, sel, r);
                 char mark = r == s->rank ? '*' : gd >= 0 ? d.names[gd][0] : ' ';
                 rl_style st = r == s->rank ? RL_STYLE(RL_COLOR_BLACK, RL_COLOR_BRIGHT_YELLOW, RL_ATTR_BOLD)
-                              : gd >= 0    ? RL_STYLE(RL_COLOR_BLACK, dim_colors[gd], 0)
+                              : gd >= 0    ? RL_STYLE(RL_COLOR_BLACK, rl_tui_dim_color(gd), 0)
                                            : RL_STYLE_PLAIN;
                 rl_canvas_printf(c, bx + rlw + j * cw, yy, cw - 1, st, "%cr%-*d", mark, cw - 3, r);
             }
@@ -144,7 +142,7 @@ void rl_tui_view_mesh(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tu
         snprintf(buf + k, sizeof buf - (size_t)k, ")%s", s->printed ? "" : " · ←→↑↓/hjkl select a rank");
     rl_canvas_text(c, xx, y++, c->w - xx - 1, RL_STYLE_PLAIN, buf);
     for (int i = 0; i < d.nd && y < y1; i++, y++) {
-        int x = 1 + rl_canvas_printf(c, 1, y, -1, RL_STYLE(RL_COLOR_BLACK, dim_colors[i], 0), "%c", d.names[i][0]);
+        int x = 1 + rl_canvas_printf(c, 1, y, -1, RL_STYLE(RL_COLOR_BLACK, rl_tui_dim_color(i), 0), "%c", d.names[i][0]);
         k = snprintf(buf, sizeof buf, " %s group of r%d (size %d):", d.names[i], s->rank, d.sizes[i]);
         int co[RL_MESH_MAX];
         memcpy(co, sel, sizeof co);

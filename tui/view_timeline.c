@@ -182,6 +182,19 @@ static void place_cursor(rl_tui_state *s, const rl_tui_model *m, double t, doubl
     s->cursor_col = col < 0 ? 0 : col >= pw ? pw - 1 : col;
 }
 
+/* An event's colour: its category's; a bucket's colour, else its communicator role's (the mesh
+ * view's colour of that dim), for comm events. e may be NULL. */
+static rl_style event_style(const rl_tui_model *m, const rl_trace_event *e, rl_cat cat)
+{
+    int bucket = e ? e->tags[RL_TAG_BUCKET] : -1;
+    rl_style st = rl_tui_cat_style(cat, bucket);
+    int role = e && bucket < 0 && (cat == RL_CAT_COMM || cat == RL_CAT_P2P) && e->role[0]
+                   ? rl_tui_role_color(m->trace, e->role) : -1;
+    if (role >= 0)
+        st.fg = (uint8_t)role;
+    return st;
+}
+
 /* A box label: long ("all_reduce b2") when it fits in width columns, else short ("b2"). */
 static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int width)
 {
@@ -194,6 +207,8 @@ static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int
         snprintf(tag, sizeof tag, "mb%d", e->tags[RL_TAG_MICROBATCH]);
     else if (e->tags[RL_TAG_CHUNK] >= 0)
         snprintf(tag, sizeof tag, "c%d", e->tags[RL_TAG_CHUNK]);
+    else if (e->role[0])
+        snprintf(tag, sizeof tag, "%s", e->role);
     snprintf(buf, n, "%s%s%s", e->name, tag[0] ? " " : "", tag);
     if (rl_canvas_text_width(buf) <= width)
         return buf;
@@ -240,8 +255,8 @@ static void draw_lane(rl_canvas *c, int x0, int y, int w, const rl_tui_model *m,
         if (dom < 0)
             continue;
         const rl_tui_span *rep = rl_tui_lane_at(l, (a + b) / 2);
-        int bucket = rep && rep->cat == dom ? m->trace->ev[rep->ev].tags[RL_TAG_BUCKET] : -1;
-        rl_canvas_put(c, x0 + x, y, rl_tui_cat_glyph((rl_cat)dom), rl_tui_cat_style((rl_cat)dom, bucket));
+        const rl_trace_event *re = rep && rep->cat == dom ? &m->trace->ev[rep->ev] : NULL;
+        rl_canvas_put(c, x0 + x, y, rl_tui_cat_glyph((rl_cat)dom), event_style(m, re, (rl_cat)dom));
     }
     /* labels, only when few enough events are visible for any to fit */
     size_t i0 = rl_tui_lane_first_after(l, t0), i1 = rl_tui_lane_first_start_at(l, t1);
@@ -262,7 +277,7 @@ static void draw_lane(rl_canvas *c, int x0, int y, int w, const rl_tui_model *m,
         const char *lab = event_label(e, buf, sizeof buf, width - 1);
         if (!lab)
             continue;
-        rl_style st = rl_tui_cat_style(e->cat, e->tags[RL_TAG_BUCKET]);
+        rl_style st = event_style(m, e, e->cat);
         st = RL_STYLE(RL_COLOR_BLACK, st.fg, 0);
         rl_canvas_text(c, x0 + cx0 + (width - rl_canvas_text_width(lab)) / 2, y, width, st, lab);
     }
@@ -280,7 +295,8 @@ static void describe_event(char *buf, size_t n, const rl_trace_event *e)
     if (e->seq >= 0 && k < sizeof tags)
         snprintf(tags + k, sizeof tags - k, " seq %lld", (long long)e->seq);
     char where[64] = "", bw[32] = ""; /* the group and the peer; the rate a message moved at */
-    int w = e->comm[0] ? snprintf(where, sizeof where, " · group %s", e->comm) : 0;
+    int w = !e->comm[0] ? 0 : e->role[0] ? snprintf(where, sizeof where, " · group %s (%s)", e->role, e->comm)
+                                         : snprintf(where, sizeof where, " · group %s", e->comm);
     if (e->peer >= 0)
         snprintf(where + w, sizeof where - (size_t)w, " · peer r%d", e->peer);
     double dur = e->vend - e->vstart;

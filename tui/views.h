@@ -44,6 +44,12 @@ char *rl_tui_fmt_bytes(double bytes, char *buf, size_t n);
  * frees); returns the count. */
 int rl_tui_distinct_steps(const rl_trace *t, int (*keep)(const rl_trace_event *e), int **out);
 
+/* The colour of mesh dim d (the mesh view's), and that of a communicator role: the colour of the
+ * trace's mesh dim of that name (of its first part: "tp-sp" is tp's), else of its place in
+ * tp cp pp dp ep edp; -1 for none. */
+int rl_tui_dim_color(int d);
+int rl_tui_role_color(const rl_trace *t, const char *role);
+
 /* Styles shared by the views. */
 rl_style rl_tui_cat_style(rl_cat cat, int bucket);
 rl_glyph rl_tui_cat_glyph(rl_cat cat);

@@ -248,6 +248,7 @@ static int run_rank(rl_ctx *ctx, void *arg)
     int rank = rl_rank(ctx);
     rank_log *lg = &sh->logs[rank];
     rl_comm *w = rl_comm_world(ctx);
+    rl_comm_set_role(w, "dp");
     int rc = 0;
     rl_model *m = rl_model_new(ctx, &cfg->model);
     rl_data *data = m ? rl_data_regression(ctx, cfg->model.hidden, cfg->model.out_dim, cfg->data_seed) : NULL;

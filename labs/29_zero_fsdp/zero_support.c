@@ -193,11 +193,14 @@ zero_engine *zero_engine_new(rl_model *m, rl_comm *world, const zero_config *cfg
     e->model = m;
     e->cfg = *cfg;
     e->world = world;
+    rl_comm_set_role(world, "dp"); /* (the traffic's name in the trace: ZeRO shards over the data-parallel ranks) */
     e->last_reduced = -1;
     int rc = 0;
     if (cfg->stage == ZERO_HSDP) {
         rl_clear_error(ctx);
         rc = hsdp_make_mesh(world, cfg->group, &e->shard_comm, &e->replica_comm);
+        rl_comm_set_role(e->shard_comm, "shard"); /* (no-ops on NULL) */
+        rl_comm_set_role(e->replica_comm, "replica");
         if (rc && !rl_last_error(ctx)[0])
             rl_error(ctx, rc, "hsdp_make_mesh failed (%s)", rl_status_name(rc));
         if (!rc && (!e->shard_comm || !e->replica_comm ||

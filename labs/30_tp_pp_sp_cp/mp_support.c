@@ -197,6 +197,8 @@ pp_stage *pp_stage_new(rl_comm *world, int m, int v, int64_t rows, int64_t h, do
     st->seed = seed;
     st->act_comm = rl_comm_split(world, 0, 0);
     st->grad_comm = rl_comm_split(world, 0, 0);
+    rl_comm_set_role(st->act_comm, "pp");
+    rl_comm_set_role(st->grad_comm, "pp");
     int bad = !st->act_comm || !st->grad_comm;
     for (int c = 0; c < v && !bad; c++) {
         st->w[c] = new2(ctx, "pp_w", RL_MEM_PARAM, h, h, "h,h");
@@ -867,6 +869,8 @@ static int (*const part_fns[5])(rl_ctx *, run_ctx *) = { part_tp, part_attn, par
 static int part_rank(rl_ctx *ctx, void *arg)
 {
     run_ctx *rc = arg;
+    static const char *const roles[5] = { "tp", "tp", "tp-sp", "pp", "cp" }; /* (the trace's names for the traffic) */
+    rl_comm_set_role(rl_comm_world(ctx), roles[rc->part]);
     return part_fns[rc->part](ctx, rc);
 }
 

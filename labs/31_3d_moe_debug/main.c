@@ -59,6 +59,8 @@ static int mesh_rank(rl_ctx *ctx, void *arg)
     }
     if (!rc && rl_rank(ctx) == 0) /* one all-reduce per group so the timeline shows them */
         mr->rc = 0;
+    for (int d = 0; !rc && d < MESH_NDIMS; d++)
+        rl_comm_set_role(mc.c[d], mesh_dim_name((mesh_dim)d));
     if (!rc)
         for (int d = 0; d < MESH_NDIMS; d++) {
             rl_tensor *t = rl_tensor_new_1d(ctx, mesh_dim_name((mesh_dim)d), RL_BF16, RL_MEM_COMM, 1 << 16);
@@ -237,6 +239,7 @@ static int moe_rank_fn(rl_ctx *ctx, void *arg)
     float *xs = malloc(sizeof(float) * (size_t)(256 * mr->cfg.hidden)); /* host values, copied once */
     for (int64_t i = 0; xs && i < 256 * mr->cfg.hidden; i++)
         xs[i] = (float)sin(0.37 * (double)i + w);
+    rl_comm_set_role(rl_comm_world(ctx), "ep");
     int rc = l && x && y && xs && !rl_tensor_from_f32(x, xs, 256 * mr->cfg.hidden)
                  ? moe_forward(l, rl_comm_world(ctx), x, y, &mr->st[w]) : RL_ERR_ARG;
     free(xs);

@@ -16,6 +16,7 @@
 #include "synth.h"
 #include "tests/testutil.h"
 #include "tui.h"
+#include "views.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -835,6 +836,72 @@ START_TEST(test_printed_charts)
 }
 END_TEST
 
+/* Communicator roles: carried by the trace (a bad one dropped on reading), named in labels and
+ * details, and coloured as the mesh view colours that dim. */
+START_TEST(test_comm_roles)
+{
+    rl_trace *t = rl_trace_new(2);
+    const char *names[] = { "dp", "tp" };
+    int sizes[] = { 1, 2 };
+    rl_trace_set_mesh(t, 2, names, sizes);
+    for (int r = 0; r < 2; r++) {
+        rl_trace_event e = mk(r, 1, RL_CAT_COMM, "all_reduce", 0, 100);
+        snprintf(e.comm, sizeof e.comm, "world/0.0");
+        snprintf(e.role, sizeof e.role, "tp");
+        rl_trace_add(t, &e);
+        e = mk(r, 1, RL_CAT_COMM, "all_gather", 100, 100);
+        snprintf(e.comm, sizeof e.comm, "world");
+        snprintf(e.role, sizeof e.role, "odd");
+        rl_trace_add(t, &e);
+    }
+    char path[128], err[256];
+    snprintf(path, sizeof path, "/tmp/rl_tui_roles_%d.json", (int)getpid());
+    ck_assert_int_eq(rl_trace_write_json(t, path, 0, err, sizeof err), 0);
+    rl_trace_free(t);
+    char *json = NULL;
+    long len = 0;
+    json = rl_test_slurp(path, &len);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_has(json, "\"role\":\"tp\"");
+    char *odd = strstr(json, "\"odd\"");
+    ck_assert_ptr_nonnull(odd);
+    memcpy(odd, "\"O;d\"", 5); /* not a role: dropped on reading */
+    write_file(path, json);
+    free(json);
+    t = rl_trace_read_json(path, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    remove(path);
+    ck_assert_str_eq(t->ev[0].role, "tp");
+    ck_assert_str_eq(t->ev[1].role, "");
+    int lane[] = { 'j', 0 }; /* r0 comm: the cursor (middle) on the all_gather, then , to the all_reduce */
+    char *txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, lane);
+    ck_assert_has(txt, "all_reduce tp");
+    ck_assert_has(txt, "group world");
+    free(txt);
+    int back[] = { 'j', ',', 0 };
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, back);
+    ck_assert_has(txt, "r0 comm: all_reduce [comm] . group tp (world/0.0)");
+    free(txt);
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(100, 14);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    rl_tui_draw(c, m, &s);
+    int tp_cells = 0, other = 0;
+    for (int x = s.plot_x; x < s.plot_x + s.plot_w / 2 - 1; x++) { /* r0 comm's first half: the tp all-reduce */
+        const rl_cell *cell = rl_canvas_cell(c, x, s.lane_y + 1);
+        int tp = cell->style.fg == rl_tui_dim_color(1) || cell->style.bg == rl_tui_dim_color(1); /* (labels: bg) */
+        tp_cells += tp;
+        other += !tp;
+    }
+    ck_assert_msg(tp_cells > 10 && !other, "the tp all-reduce in the mesh view's tp colour: %d cells, %d others",
+                  tp_cells, other);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_trace_reader_streams)
 {
     char path[128], err[512] = "";
@@ -1474,6 +1541,7 @@ Suite *tui_suite(void)
         tcase_add_test(io, test_bench_memory_and_no_leftovers);
     tcase_add_test(io, test_live_refuses_without_tty);
     tcase_add_test(io, test_tmux_smoke);
+    tcase_add_test(io, test_comm_roles);
     tcase_add_test(io, test_tmux_live);
     tcase_add_test(io, test_narration_on_lab_traces);
     tcase_add_test(io, test_tmux_playback);
