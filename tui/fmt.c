@@ -132,3 +132,25 @@ rl_glyph rl_tui_cat_glyph(rl_cat cat)
     default: return RL_G_SPACE;
     }
 }
+
+void rl_tui_draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
+{
+    double dt = (t1 - t0) / w;
+    /* a nice tick step (1, 2, 5 x 10^k) leaving >= 12 columns between labels */
+    double want = dt * 12, step = pow(10, floor(log10(want)));
+    if (step * 2 >= want)
+        step *= 2;
+    else if (step * 5 >= want)
+        step *= 5;
+    else
+        step *= 10;
+    char buf[32];
+    for (double t = ceil(t0 / step) * step; t < t1; t += step) {
+        int x = (int)floor((t - t0) / dt);
+        if (x < 0 || x >= w)
+            continue;
+        rl_canvas_put(c, x0 + x, y, RL_G_TICK, RL_TUI_DIM);
+        rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
+        rl_canvas_text(c, x0 + x + 1, y, w - x - 1, RL_TUI_DIM, buf);
+    }
+}

@@ -31,6 +31,24 @@ int rl_tui_view_parse(const char *name)
 
 const char *rl_tui_view_name(rl_tui_view v) { return v >= 0 && v < RL_NVIEWS ? view_names[v] : "?"; }
 
+/* The pipeline view's zoom: in (dir > 0) or out by 2 around the window's middle, 1 to 64. */
+static void pipe_zoom(rl_tui_state *s, int dir)
+{
+    double w = 1.0 / (1 << s->pipe_zoom), mid = s->pipe_from + w / 2;
+    if ((dir > 0 && s->pipe_zoom >= 6) || (dir < 0 && s->pipe_zoom <= 0))
+        return;
+    s->pipe_zoom += dir;
+    w = 1.0 / (1 << s->pipe_zoom);
+    s->pipe_from = mid - w / 2 < 0 ? 0 : mid + w / 2 > 1 ? 1 - w : mid - w / 2;
+}
+
+/* Pans the pipeline view's window by a fraction of its width, kept inside the step. */
+static void pipe_pan(rl_tui_state *s, double frac)
+{
+    double w = 1.0 / (1 << s->pipe_zoom), from = s->pipe_from + frac * w;
+    s->pipe_from = from < 0 ? 0 : from + w > 1 ? 1 - w : from;
+}
+
 /* The view whose tab covers column x of the header (as draw_header lays them out), or -1. */
 static int tab_at(int x)
 {
@@ -138,9 +156,14 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
             s->scroll++;
         else if (s->view == RL_VIEW_PIPELINE && s->ticks && (key == 'k' || key == RL_KEY_UP) && s->scroll > 0)
             s->scroll--;
-        else if (key == 'n' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_RIGHT || key == 'l')))
+        else if (s->view == RL_VIEW_PIPELINE && !s->ticks && strchr("+=w-_s", key) && key)
+            pipe_zoom(s, strchr("+=w", key) ? 1 : -1);
+        else if (s->view == RL_VIEW_PIPELINE && !s->ticks &&
+                 (key == RL_KEY_RIGHT || key == RL_KEY_LEFT || (key < 128 && key && strchr("hlad", key))))
+            pipe_pan(s, key == RL_KEY_RIGHT || key == 'l' || key == 'd' ? 0.25 : -0.25);
+        else if (key == 'n')
             s->step_idx++, s->scroll = 0;
-        else if ((key == 'p' || (s->view == RL_VIEW_PIPELINE && (key == RL_KEY_LEFT || key == 'h'))) && s->step_idx > 0)
+        else if (key == 'p' && s->step_idx > 0)
             s->step_idx--, s->scroll = 0;
         else if (s->view == RL_VIEW_SHAPES && (key == 'j' || key == RL_KEY_DOWN))
             s->scroll++;
@@ -232,8 +255,9 @@ static void draw_help(rl_canvas *c, rl_tui_state *s)
         "           comm hidden: share of comm-stream busy time in the",
         "           window that overlaps compute-stream busy time of the",
         "           same rank (100% = all communication hidden)",
-        "pipeline   n p  next / previous step; bubble = idle share of the",
-        "           stage x time grid, beside (p-1)/(m+p-1)",
+        "pipeline   n p  next / previous step; + - or w s zoom, ← → or h l",
+        "           or a d pan; bubble = idle share of the step's stage x",
+        "           time grid, beside (p-1)/(m+p-1)",
         "           t  tick table of the step (one op per tick, as",
         "           PyTorch's schedule dump)   ↑ ↓ or j k  scroll it",
         "shapes     ↑ ↓ or j k  scroll   PgUp PgDn  page   n p  step",

@@ -43,6 +43,8 @@ typedef struct rl_tui_state {
     int lane, lane_top;  /* selected timeline lane, first lane shown */
     int rank;            /* selected rank (memory, mesh) */
     int step_idx;        /* which step the pipeline and shapes views show */
+    int pipe_zoom;       /* the pipeline view shows 1/2^pipe_zoom of the step (0: all of it) ... */
+    double pipe_from;    /* ... from this fraction of it on */
     int ticks;           /* the pipeline view shows the step's tick table instead of the time grid */
     int scroll;          /* first line of the shapes list (and of the tick table) */
     int plot_w;          /* timeline plot width in the last frame (set when drawing) */

@@ -191,15 +191,25 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     snprintf(label, sizeof label, " stage %d r%d ", rows[nrows - 1].stage, t->nranks - 1);
     int lw = (int)strlen(label);
     int plot_x = lw, plot_w = c->w - lw - 1;
-    double dt = (T1 - T0) / plot_w;
+    /* the window: 1/2^zoom of the step from pipe_from on (+ - zoom, ← → pan) */
+    int zoom = s->pipe_zoom < 0 ? 0 : s->pipe_zoom > 6 ? 6 : s->pipe_zoom;
+    double frac = 1.0 / (1 << zoom), from = s->pipe_from < 0 ? 0 : s->pipe_from > 1 - frac ? 1 - frac : s->pipe_from;
+    double W0 = T0 + from * (T1 - T0), W1 = W0 + frac * (T1 - T0);
+    double dt = (W1 - W0) / plot_w;
     int y = y0;
-    if (step >= 0)
-        snprintf(buf, sizeof buf, "step %d (%d of %d%s) · %s – %s", step, s->step_idx + 1,
-                 nsteps, s->printed ? "" : ", n/p: next/previous", rl_tui_fmt_time(T0, a, sizeof a), rl_tui_fmt_time(T1, b, sizeof b));
+    char span[96], a2[32], b2[32];
+    if (zoom) /* (the window of the step, else the step) */
+        snprintf(span, sizeof span, "zoom x%d: %s – %s of %s – %s", 1 << zoom, rl_tui_fmt_time(W0, a, sizeof a),
+                 rl_tui_fmt_time(W1, b, sizeof b), rl_tui_fmt_time(T0, a2, sizeof a2), rl_tui_fmt_time(T1, b2, sizeof b2));
     else
-        snprintf(buf, sizeof buf, "whole run (events carry no step tag) · %s – %s", rl_tui_fmt_time(T0, a, sizeof a),
-                 rl_tui_fmt_time(T1, b, sizeof b));
+        snprintf(span, sizeof span, "%s – %s", rl_tui_fmt_time(T0, a, sizeof a), rl_tui_fmt_time(T1, b, sizeof b));
+    if (step >= 0)
+        snprintf(buf, sizeof buf, "step %d (%d of %d%s) · %s", step, s->step_idx + 1, nsteps,
+                 s->printed || zoom ? "" : ", n/p: next/previous", span);
+    else
+        snprintf(buf, sizeof buf, "whole run (events carry no step tag) · %s", span);
     rl_canvas_text(c, 1, y++, c->w - 2, RL_STYLE_PLAIN, buf);
+    rl_tui_draw_axis(c, plot_x, y++, plot_w, W0, W1);
 
     int narration = s->play_on ? (y1 - y - 5 > 4 ? 3 : 1) : 0;
     int nvis = y1 - y - 5 - narration;
@@ -234,7 +244,10 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         int k = row_of[e->rank];
         if (k >= nvis)
             continue;
-        int x0 = (int)lround((e->vstart - T0) / dt), x1 = (int)lround((end - T0) / dt);
+        if (end <= W0 || e->vstart >= W1)
+            continue; /* (outside the window) */
+        int x0 = (int)lround((e->vstart - W0) / dt), x1 = (int)lround((end - W0) / dt);
+        x0 = x0 < 0 ? 0 : x0;
         if (x1 <= x0)
             x1 = x0 + 1;
         if (x1 > plot_w)
@@ -256,7 +269,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     }
     free(idx);
     y = ygrid + (nrows < nvis ? nrows : nvis);
-    rl_tui_play_marks(c, plot_x, ygrid, y, plot_w, T0, T1, s);
+    rl_tui_play_marks(c, plot_x, ygrid, y, plot_w, W0, W1, s);
     if (nrows > nvis)
         rl_canvas_printf(c, 0, y - 1, lw, RL_TUI_DIM, " +%d more", nrows - nvis);
 

@@ -219,28 +219,6 @@ static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int
     return NULL;
 }
 
-static void draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
-{
-    double dt = (t1 - t0) / w;
-    /* a nice tick step (1, 2, 5 x 10^k) leaving >= 12 columns between labels */
-    double want = dt * 12, step = pow(10, floor(log10(want)));
-    if (step * 2 >= want)
-        step *= 2;
-    else if (step * 5 >= want)
-        step *= 5;
-    else
-        step *= 10;
-    char buf[32];
-    for (double t = ceil(t0 / step) * step; t < t1; t += step) {
-        int x = (int)floor((t - t0) / dt);
-        if (x < 0 || x >= w)
-            continue;
-        rl_canvas_put(c, x0 + x, y, RL_G_TICK, RL_TUI_DIM);
-        rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
-        rl_canvas_text(c, x0 + x + 1, y, w - x - 1, RL_TUI_DIM, buf);
-    }
-}
-
 static void draw_lane(rl_canvas *c, int x0, int y, int w, const rl_tui_model *m, const rl_tui_lane *l,
                       double t0, double t1)
 {
@@ -345,7 +323,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
 
     int y = y0;
     s->plot_x = plot_x, s->lane_y = y0 + 1, s->lane_rows = nvis;
-    draw_axis(c, plot_x, y++, plot_w, t0, t1);
+    rl_tui_draw_axis(c, plot_x, y++, plot_w, t0, t1);
     for (int li = s->lane_top; li < nl && li < s->lane_top + nvis; li++, y++) {
         const rl_tui_lane *l = &m->lanes[li];
         int sel = li == s->lane && !s->printed; /* (a printed chart has no selection, no cursor) */

@@ -377,6 +377,23 @@ START_TEST(test_pipeline_snapshot)
     ck_assert_has(txt, "F0>>");     /* forward boxes with micro-batch numbers */
     ck_assert_has(txt, "B1<<");
     ck_assert_has(txt, ".....");    /* the bubble, shaded */
+    ck_assert_has(txt, "'200 us"); /* a time axis over the grid */
+    free(txt);
+    /* + zooms into the middle of the step, ← → (h l, a d) pan, - zooms out; the bubble stays the
+     * step's; n and p still choose the step */
+    static const int zin[] = { '+', 0 }, zpan[] = { '+', RL_KEY_LEFT, RL_KEY_LEFT, RL_KEY_LEFT, 0 },
+                     zout[] = { '+', 'l', '-', 0 };
+    txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, zin);
+    ck_assert_has(txt, "step 0 (1 of 1) . zoom x2: 150 us - 450 us of 0 s - 600 us");
+    ck_assert_has(txt, "bubble: measured 33.3%");
+    ck_assert_has(txt, "stage 0 r0 F1>>"); /* (stage 0's F0 ends at 100 us, out of the window) */
+    free(txt);
+    txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, zpan);
+    ck_assert_has(txt, "zoom x2: 0 s - 300 us of");
+    ck_assert_has(txt, "stage 0 r0 F0>>");
+    free(txt);
+    txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, zout);
+    ck_assert_lacks(txt, "zoom x");
     free(txt);
     rl_trace_free(t);
     /* a generated 1F1B schedule: p = 4, m = 8 gives 3/11 */
