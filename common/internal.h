@@ -181,6 +181,8 @@ struct rl_ctx {
     pthread_mutex_t trace_mu;
     int tags[RL_NTAGS];
     char phase;
+    char region;            /* 'F' inside rl_model_forward, 'B' inside rl_model_backward, 'O' in an
+                               optimizer step, else 0: recorded on compute events */
     int step;
     double step_vstart;
     char err[1024];

@@ -888,10 +888,8 @@ static int check_batch(rl_model *m, const rl_batch *bt)
     return 0;
 }
 
-int rl_model_forward(rl_model *m, const rl_batch *bt, float *loss)
+static int model_forward(rl_model *m, const rl_batch *bt, float *loss)
 {
-    if (!m)
-        return rl_error(NULL, RL_ERR_ARG, "model_forward: model is NULL");
     rl_model_state *st = m->st;
     const rl_model_config *c = &m->cfg;
     st->have_forward = 0;
@@ -933,10 +931,8 @@ int rl_model_forward(rl_model *m, const rl_batch *bt, float *loss)
     return 0;
 }
 
-int rl_model_backward(rl_model *m, float grad_scale)
+static int model_backward(rl_model *m, float grad_scale)
 {
-    if (!m)
-        return rl_error(NULL, RL_ERR_ARG, "model_backward: model is NULL");
     rl_model_state *st = m->st;
     const rl_model_config *c = &m->cfg;
     if (!st->have_forward)
@@ -981,6 +977,26 @@ int rl_model_backward(rl_model *m, float grad_scale)
 }
 
 RL_API_WATCHED
+int rl_model_forward(rl_model *m, const rl_batch *bt, float *loss)
+{
+    if (!m)
+        return rl_error(NULL, RL_ERR_ARG, "model_forward: model is NULL");
+    char keep = rl_set_region(m->ctx, 'F');
+    int rc = model_forward(m, bt, loss);
+    rl_set_region(m->ctx, keep);
+    return rc;
+}
+
+int rl_model_backward(rl_model *m, float grad_scale)
+{
+    if (!m)
+        return rl_error(NULL, RL_ERR_ARG, "model_backward: model is NULL");
+    char keep = rl_set_region(m->ctx, 'B');
+    int rc = model_backward(m, grad_scale);
+    rl_set_region(m->ctx, keep);
+    return rc;
+}
+
 int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window)
 {
     RL_API_ENTRY();

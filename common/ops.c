@@ -668,8 +668,8 @@ static int optim_check(rl_ctx *ctx, const char *name, rl_tensor *param, const rl
     return 0;
 }
 
-int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor *param,
-                  const rl_tensor *grad, rl_tensor *master, rl_tensor *m, rl_tensor *v)
+static int adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor *param,
+                      const rl_tensor *grad, rl_tensor *master, rl_tensor *m, rl_tensor *v)
 {
     const char *name = "adamw";
     ctx = ops_ctx(ctx, param);
@@ -710,7 +710,7 @@ record:;
     return 0;
 }
 
-int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
+static int sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
 {
     const char *name = "sgd";
     ctx = ops_ctx(ctx, param);
@@ -739,4 +739,23 @@ record:;
                ops_bytes(OPS_LIST(param, grad)) + 2.0 * ops_bytes(OPS_LIST(master)), w0, OPS_LIST(param, grad),
                OPS_LIST(param));
     return 0;
+}
+
+int rl_adamw_step(rl_ctx *ctx, const rl_adamw_cfg *cfg, int64_t step, rl_tensor *param,
+                  const rl_tensor *grad, rl_tensor *master, rl_tensor *m, rl_tensor *v)
+{
+    rl_ctx *c = ops_ctx(ctx, param); /* (the optimizer region: the update and its master copy) */
+    char keep = rl_set_region(c, 'O');
+    int rc = adamw_step(ctx, cfg, step, param, grad, master, m, v);
+    rl_set_region(c, keep);
+    return rc;
+}
+
+int rl_sgd_step(rl_ctx *ctx, float lr, rl_tensor *param, const rl_tensor *grad, rl_tensor *master)
+{
+    rl_ctx *c = ops_ctx(ctx, param);
+    char keep = rl_set_region(c, 'O');
+    int rc = sgd_step(ctx, lr, param, grad, master);
+    rl_set_region(c, keep);
+    return rc;
 }

@@ -78,6 +78,8 @@ void rl_ctx_trace_event(rl_ctx *ctx, rl_trace_event *e, const int *tags, char ph
         return;
     e->rank = ctx->rank;
     memcpy(e->tags, tags, sizeof e->tags);
+    if (e->stream == RL_STREAM_COMPUTE)
+        e->region = ctx->region;
     e->phase = phase;
     pthread_mutex_lock(&ctx->trace_mu);
     rl_trace_add(ctx->trace, e);
@@ -148,6 +150,15 @@ void rl_set_tag(rl_ctx *ctx, rl_tag tag, int value)
 }
 
 void rl_set_phase(rl_ctx *ctx, char phase) { ctx->phase = phase; }
+
+char rl_set_region(rl_ctx *ctx, char region)
+{
+    if (!ctx)
+        return 0;
+    char old = ctx->region;
+    ctx->region = region == 'F' || region == 'B' || region == 'O' ? region : 0;
+    return old;
+}
 
 RL_API_WATCHED
 void rl_step_begin(rl_ctx *ctx, int step)

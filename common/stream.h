@@ -38,6 +38,10 @@ double rl_wall_now(rl_ctx *ctx);
 void rl_set_tag(rl_ctx *ctx, rl_tag tag, int value);
 /* Sets the pipeline phase ('F', 'B', 'W' or 0) on events recorded from now on. */
 void rl_set_phase(rl_ctx *ctx, char phase);
+/* Sets the region of the training step ('F' forward, 'B' backward, 'O' optimizer, or 0) recorded
+ * on compute events from now on, for the timeline's phase band; returns the one it replaces.
+ * rl_model_forward, rl_model_backward and the optimizer steps set it themselves. */
+char rl_set_region(rl_ctx *ctx, char region);
 /* Marks the start of training step `step` (tags events, applies straggler faults). */
 void rl_step_begin(rl_ctx *ctx, int step);
 /* Marks the end of a step; returns the step's virtual duration on the compute stream. */

@@ -303,6 +303,10 @@ static json_t *event_json(const rl_trace_event *e, int with_wall)
         char p[2] = { e->phase, 0 };
         json_object_set_new(args, "phase", json_string(p));
     }
+    if (e->region) {
+        char p[2] = { e->region, 0 };
+        json_object_set_new(args, "region", json_string(p));
+    }
     if (e->seq >= 0)
         json_object_set_new(args, "seq", json_integer(e->seq));
     if (e->comm[0])

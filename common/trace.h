@@ -26,6 +26,8 @@ typedef struct rl_trace_event {
     double flops;
     int tags[RL_NTAGS];
     char phase;             /* 'F', 'B', 'W' or 0 */
+    char region;            /* compute: 'F' forward, 'B' backward, 'O' optimizer (the model's and the
+                               optimizer's calls it ran inside), or 0 */
     int64_t seq;            /* collective sequence number, -1 if none */
     char comm[24];          /* communicator name for comm events ("world", "world/0.1") */
     char role[8];           /* what the communicator is for ("tp", "dp" ...: rl_comm_set_role), or "" */

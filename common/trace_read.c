@@ -21,7 +21,7 @@ typedef enum { C_ROOT, C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_PEER_BYTES, C_RINGLAB
 typedef enum {
     K_OTHER, K_TRACE_EVENTS, K_RINGLAB,                                             /* top */
     K_PH, K_PID, K_TID, K_TS, K_DUR, K_NAME, K_CAT, K_ARGS,                          /* an event */
-    K_BYTES, K_FLOPS, K_PHASE, K_SEQ, K_COMM, K_SHAPES, K_PEER, K_PEER_BYTES, K_WALL_TS, K_WALL_DUR, K_ROLE,
+    K_BYTES, K_FLOPS, K_PHASE, K_SEQ, K_COMM, K_SHAPES, K_PEER, K_PEER_BYTES, K_WALL_TS, K_WALL_DUR, K_ROLE, K_REGION,
     K_TAG0, /* K_TAG0 + tag, then the memory categories */
     K_MEM0 = K_TAG0 + RL_NTAGS,
     K_RANKS = K_MEM0 + RL_MEM_NCAT, K_HW, K_MEMORY_PEAK, K_MESH, K_META, K_VERSION, K_DIMS, K_SIZES,  /* ringlab */
@@ -94,7 +94,7 @@ static const char *key_name(key k)
         [K_TS] = "ts", [K_DUR] = "dur", [K_NAME] = "name", [K_CAT] = "cat", [K_ARGS] = "args", [K_BYTES] = "bytes",
         [K_FLOPS] = "flops", [K_PHASE] = "phase", [K_SEQ] = "seq", [K_COMM] = "comm", [K_SHAPES] = "shapes",
         [K_PEER] = "peer", [K_PEER_BYTES] = "peer_bytes", [K_WALL_TS] = "wall_ts", [K_WALL_DUR] = "wall_dur",
-        [K_ROLE] = "role",
+        [K_ROLE] = "role", [K_REGION] = "region",
         [K_RANKS] = "ranks", [K_HW] = "hw", [K_MEMORY_PEAK] = "memory_peak", [K_MESH] = "mesh", [K_META] = "meta",
         [K_VERSION] = "version", [K_DIMS] = "dims", [K_SIZES] = "sizes",
     };
@@ -227,6 +227,8 @@ static int finish_event(reader *r)
     }
     if (e[K_PHASE].kind == V_STRING)
         ev.phase = e[K_PHASE].s[0];
+    if (e[K_REGION].kind == V_STRING && strchr("FBO", e[K_REGION].s[0]) && !e[K_REGION].s[1])
+        ev.region = e[K_REGION].s[0];
     if (e[K_SEQ].kind == V_INT)
         ev.seq = e[K_SEQ].i;
     if (e[K_COMM].kind == V_STRING)

@@ -252,6 +252,8 @@ static void draw_help(rl_canvas *c, rl_tui_state *s)
         "timeline   + - or w s  zoom in / out at the cursor   0  whole run",
         "           ← → or h l or a d  pan   ↑ ↓ or j k  lane",
         "           , .  lane's previous / next event   / n N  find by name",
+        "           phase band: the selected rank's F forward, B backward,",
+        "           O optimizer",
         "           comm hidden: share of comm-stream busy time in the",
         "           window that overlaps compute-stream busy time of the",
         "           same rank (100% = all communication hidden)",

@@ -71,6 +71,7 @@ static int index_times(rl_tui_model *m)
         m->bounds[m->nbounds++] = e->vend >= e->vstart ? e->vend : e->vstart;
         if (e->cat == RL_CAT_COMPUTE && (e->phase == 'F' || e->phase == 'B' || e->phase == 'W'))
             m->ops[m->nops++] = e->vstart;
+        m->has_regions |= e->region != 0;
     }
     m->nbounds = sort_unique(m->bounds, m->nbounds);
     m->nops = sort_unique(m->ops, m->nops);

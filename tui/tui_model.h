@@ -37,6 +37,7 @@ typedef struct rl_tui_model {
     int nstages;             /* highest stage tag + 1 (0: no pipeline) */
     int *stage_rank;         /* per stage: its lowest rank (-1: none) */
     int nchunks;             /* highest chunk tag + 1 of the schedule ops (interleaved: v) */
+    int has_regions;         /* some compute event carries a region (forward, backward, optimizer) */
 } rl_tui_model;
 
 /* Builds the index of a trace (which must outlive the model). NULL when out of memory. */

@@ -270,6 +270,9 @@ static void describe_event(char *buf, size_t n, const rl_trace_event *e)
             k += (size_t)snprintf(tags + k, sizeof tags - k, " %s %d", rl_tag_name((rl_tag)t), e->tags[t]);
     if (e->phase && k < sizeof tags)
         k += (size_t)snprintf(tags + k, sizeof tags - k, " phase %c", e->phase);
+    if (e->region && k < sizeof tags)
+        k += (size_t)snprintf(tags + k, sizeof tags - k, " %s", e->region == 'F' ? "forward" : e->region == 'B'
+                              ? "backward" : "optimizer");
     if (e->seq >= 0 && k < sizeof tags)
         snprintf(tags + k, sizeof tags - k, " seq %lld", (long long)e->seq);
     char where[64] = "", bw[32] = ""; /* the group and the peer; the rate a message moved at */
@@ -283,6 +286,37 @@ static void describe_event(char *buf, size_t n, const rl_trace_event *e)
     snprintf(buf, n, "%s [%s%s]%s · start %s · dur %s · %s%s · %s", e->name, rl_cat_name(e->cat), tags, where,
              rl_tui_fmt_time(e->vstart, st, sizeof st), rl_tui_fmt_time(dur, du, sizeof du),
              rl_tui_fmt_bytes(e->bytes, by, sizeof by), bw, rl_tui_fmt_flops(e->flops, fl, sizeof fl));
+}
+
+/* The phase band of rank r over [t0, t1): per column the region (forward, backward, optimizer)
+ * its compute ran in for most of the column, a letter where a run of one starts, a line after. */
+static void draw_regions(rl_canvas *c, int x0, int y, int w, const rl_tui_model *m, int r, double t0, double t1)
+{
+    static const char regions[] = "FBO";
+    static const uint8_t colors[3] = { RL_COLOR_GREEN, RL_COLOR_BRIGHT_CYAN, RL_COLOR_BRIGHT_MAGENTA };
+    const rl_tui_lane *l = &m->lanes[2 * r];
+    double dt = (t1 - t0) / w;
+    int prev = -1;
+    size_t i = rl_tui_lane_first_after(l, t0);
+    for (int x = 0; x < w; x++) {
+        double a = t0 + x * dt, b = a + dt, cov[3] = { 0, 0, 0 };
+        while (i < l->n && l->spans[i].end <= a)
+            i++;
+        for (size_t k = i; k < l->n && l->spans[k].start < b; k++) {
+            char rg = m->trace->ev[l->spans[k].ev].region;
+            const char *p = rg ? strchr(regions, rg) : NULL;
+            double lo = l->spans[k].start > a ? l->spans[k].start : a, hi = l->spans[k].end < b ? l->spans[k].end : b;
+            if (p && hi > lo)
+                cov[p - regions] += hi - lo;
+        }
+        int best = cov[0] > 0 || cov[1] > 0 || cov[2] > 0 ? (cov[1] > cov[0] ? 1 : 0) : -1;
+        best = best >= 0 && cov[2] > cov[best] ? 2 : best;
+        if (best >= 0) {
+            rl_glyph g = best == prev ? RL_G_HLINE : RL_GLYPH(regions[best], regions[best]);
+            rl_canvas_put(c, x0 + x, y, g, RL_STYLE(colors[best], RL_COLOR_DEFAULT, best == prev ? 0 : RL_ATTR_BOLD));
+        }
+        prev = best;
+    }
 }
 
 void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_tui_state *s)
@@ -307,7 +341,8 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
 
     /* lanes that fit beside the narration, keeping the selected one in view */
     int narration = s->play_on ? (y1 - y0 - FIXED_ROWS > 4 ? 3 : 1) : 0;
-    int nvis = y1 - y0 - FIXED_ROWS - narration;
+    int band = m->has_regions && y1 - y0 - FIXED_ROWS - narration > 2; /* (the selected rank's phase band) */
+    int nvis = y1 - y0 - FIXED_ROWS - narration - band;
     if (nvis < 1)
         nvis = 1;
     if (s->lane >= nl)
@@ -322,8 +357,13 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         s->lane_top = nl - nvis > 0 ? nl - nvis : 0;
 
     int y = y0;
-    s->plot_x = plot_x, s->lane_y = y0 + 1, s->lane_rows = nvis;
+    s->plot_x = plot_x, s->lane_y = y0 + 1 + band, s->lane_rows = nvis;
     rl_tui_draw_axis(c, plot_x, y++, plot_w, t0, t1);
+    if (band) {
+        snprintf(label, sizeof label, " r%d phase", m->lanes[s->lane].rank);
+        rl_canvas_text(c, 0, y, lw, RL_TUI_DIM, label);
+        draw_regions(c, plot_x, y++, plot_w, m, m->lanes[s->lane].rank, t0, t1);
+    }
     for (int li = s->lane_top; li < nl && li < s->lane_top + nvis; li++, y++) {
         const rl_tui_lane *l = &m->lanes[li];
         int sel = li == s->lane && !s->printed; /* (a printed chart has no selection, no cursor) */

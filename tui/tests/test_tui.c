@@ -266,6 +266,31 @@ START_TEST(test_timeline_snapshot)
 }
 END_TEST
 
+/* The phase band: where the selected rank's compute ran forward, backward and the optimizer
+ * (the regions rl_model_forward / rl_model_backward / the optimizer steps record). */
+START_TEST(test_timeline_phase_band)
+{
+    rl_trace *t = ddp_trace();
+    char *txt = render(t, RL_VIEW_TIMELINE, 100, 14);
+    ck_assert_lacks(txt, "phase"); /* (a trace without regions: no band) */
+    free(txt);
+    for (size_t i = 0; i < t->n; i++) {
+        rl_trace_event *e = &t->ev[i];
+        e->region = !strcmp(e->name, "linear_fwd") ? 'F' : !strcmp(e->name, "linear_bwd") ? 'B'
+                    : !strcmp(e->name, "adam_step") ? 'O' : 0;
+    }
+    int down[] = { 'j', 'j', 0 }; /* (the band follows the selected lane's rank: r1) */
+    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, down);
+    /* 450 us over 87 columns: forward 0-100 us (~19), backward to 300 us (~39), the wait, the optimizer */
+    ck_assert_has(txt, " r1 phase   F------------------B--------------------------------------");
+    ck_assert_has(txt, "O--------");
+    ck_assert_has(txt, "r1 compute: linear_bwd [compute step 0 backward]");
+    ck_assert_has(txt, ">r1 compute");
+    free(txt);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_timeline_zoom_pan_cursor)
 {
     rl_trace *t = ddp_trace();
@@ -1537,6 +1562,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_canvas_text_render);
     tcase_add_test(tc, test_timeline_snapshot);
     tcase_add_test(tc, test_timeline_zoom_pan_cursor);
+    tcase_add_test(tc, test_timeline_phase_band);
     tcase_add_test(tc, test_pipeline_snapshot);
     tcase_add_test(tc, test_pipeline_merges_sub_ops);
     tcase_add_test(tc, test_shapes_snapshot);
