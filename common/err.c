@@ -1,5 +1,6 @@
 /* err.c — per-rank error messages. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -159,9 +160,44 @@ int rl_file_commit(FILE *f, const char *tmp, const char *path)
 }
 
 RL_API_WATCHED
+/* OpenBLAS starts a thread per core as the program loads. Under ulimit -v those threads retry
+ * their buffers' allocation for ever (and a fork then waits on them); under a small ulimit -u
+ * OpenBLAS kills the program with SIGINT when it cannot start them. Under either limit the
+ * program runs itself again with one BLAS thread (OPENBLAS_NUM_THREADS=1), before anything else. */
+static void one_blas_thread_under_limits(void)
+{
+    struct rlimit as, np;
+    int limited = (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) ||
+                  (getrlimit(RLIMIT_NPROC, &np) == 0 && np.rlim_cur < 4096 && geteuid() != 0);
+    if (!limited || getenv("OPENBLAS_NUM_THREADS"))
+        return;
+    static char cmd[1 << 16];
+    char *argv[512];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC), argc = 0;
+    ssize_t n = fd >= 0 ? read(fd, cmd, sizeof cmd - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0 || n >= (ssize_t)sizeof cmd - 1)
+        return; /* (a command line it cannot read whole: run on as it is) */
+    cmd[n] = 0;
+    for (char *p = cmd; p < cmd + n && argc < 511; p += strlen(p) + 1)
+        argv[argc++] = p;
+    argv[argc] = NULL;
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+        execv("/proc/self/exe", argv);
+}
+
 void rl_program_start(void)
 {
     RL_API_ENTRY();
+    one_blas_thread_under_limits();
+    struct rlimit np; /* ranks are threads: two per rank and a few more (root is not held to it) */
+    if (getrlimit(RLIMIT_NPROC, &np) == 0 && np.rlim_cur < 64 && geteuid() != 0) {
+        fprintf(stderr, "ringlab: the limit on processes and threads (ulimit -u %llu) is too small: a run's ranks are "
+                "threads, two per rank and a few more, on top of your other processes (ulimit -u 4096)\n",
+                (unsigned long long)np.rlim_cur);
+        exit(1);
+    }
     signal(SIGXFSZ, SIG_IGN); /* past ulimit -f a write fails with EFBIG and says so, not a silent kill */
     struct rlimit as; /* under ulimit -v: each thread's own malloc arena reserves 64 MiB of address
                        * space (eight threads, half a GiB): two arenas for all of them instead */

@@ -671,17 +671,40 @@ static void check_api_calls(const rl_grade_test *t)
 /* The grading run's scratch folder (each test's child works in a folder of its own below it). */
 static char scratch_base[512];
 
-/* Ctrl-C, TERM or HUP while grading: the scratch folder goes too (rm in a child: only
- * async-signal-safe calls here), then the signal ends the grader as it would have. */
+/* Removes name (below the folder dirfd) and everything under it, with system calls only
+ * (async-signal-safe: no fork, whose handlers may wait on a library's threads). */
+static int remove_tree_at(int dirfd, const char *name, int depth)
+{
+    if (!unlinkat(dirfd, name, 0))
+        return 1;
+    int fd = depth > 32 ? -1 : openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    long n;
+    int again = 1;
+    while (again && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        again = 0;
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d =
+                (void *)(buf + off);
+            off += d->reclen;
+            if (strcmp(d->name, ".") && strcmp(d->name, ".."))
+                again |= remove_tree_at(fd, d->name, depth + 1);
+        }
+        if (again) /* (the listing changed under us: read it again while something goes) */
+            lseek(fd, 0, SEEK_SET);
+    }
+    close(fd);
+    return !unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* Ctrl-C, TERM, HUP, QUIT or a closed pipe (make grade | head) while grading: the scratch folder
+ * goes too, then the signal ends the grader as it would have. */
 static void remove_scratch_on_signal(int sig)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/rm", "rm", "-rf", scratch_base, (char *)NULL);
-        _exit(127);
-    }
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
+    if (scratch_base[0])
+        remove_tree_at(AT_FDCWD, scratch_base, 0);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -1334,12 +1357,21 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         run_nonce = fresh_seed() * 0x9E3779B97F4A7C15ull ^ (uint64_t)mono_now();
     const char *tmp = getenv("TMPDIR");
     snprintf(scratch_base, sizeof scratch_base, "%s/rl-grade-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    struct rlimit as; /* each test's record reserves REC_CAP of address space (not memory) */
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < REC_CAP + ((rlim_t)512 << 20)) {
+        fprintf(stderr, "grade: the address-space limit (ulimit -v %llu KiB) is too small to grade: each test's "
+                "record reserves %llu MiB of address space (not memory) and the tests need about 512 MiB more; "
+                "grade with ulimit -v %llu or more (or unlimited)\n", (unsigned long long)(as.rlim_cur >> 10),
+                (unsigned long long)(REC_CAP >> 20), (unsigned long long)((REC_CAP + ((uint64_t)512 << 20)) >> 10));
+        free(sel);
+        return 2;
+    }
     if (!mkdtemp(scratch_base)) {
         fprintf(stderr, "grade: cannot make a scratch folder %s: %s\n", scratch_base, strerror(errno));
         free(sel);
         return 2;
     }
-    static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+    static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
     for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
         signal(stops[k], remove_scratch_on_signal);
     double scale = rl_grade_time_scale();

@@ -519,6 +519,14 @@ START_TEST(test_cli_grade_arguments)
     ck_assert_msg(rc0 == 1 && strstr(o, "Seed 5:") && strstr(o, "--answers '/nonexistent/answers.txt' does not exist: "
                   "the answers tests are graded as unanswered"), "`%s`: exit %d:\n%.1500s", cmd, rc0, o);
     free(o);
+    /* an address-space limit too small to grade: said up front, nothing graded (each test of it
+     * failed with "could not set up the test") */
+    snprintf(cmd, sizeof cmd, "ulimit -v 900000 && timeout 60 %s/solutions/28_ddp/grade --step 28.1 2>&1",
+             rl_test_build());
+    rc0 = rl_test_run(cmd, &o);
+    ck_assert_msg(rc0 == 2 && strstr(o, "(ulimit -v 900000 KiB) is too small to grade") && !strstr(o, "Score:"),
+                  "`%s`: exit %d:\n%.1500s", cmd, rc0, o);
+    free(o);
     /* the details file is written after every grade, and a failed write is an error */
     snprintf(cmd, sizeof cmd, "timeout 60 %s/solutions/28_ddp/grade --step 28.1 --details /dev/full 2>&1",
              rl_test_build());
@@ -533,8 +541,8 @@ START_TEST(test_cli_grade_stopped_cleans_up)
 {
     char dir[] = "/tmp/rl_cli_stop_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    static const char *const sigs[] = { "INT", "TERM", "HUP" };
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const sigs[] = { "INT", "TERM", "HUP", "QUIT" };
+    for (size_t i = 0; i < 4; i++) {
         char cmd[512], *o;
         snprintf(cmd, sizeof cmd, "TMPDIR=%s timeout -s %s 1 %s/solutions/29_zero_fsdp/grade >/dev/null 2>&1; "
                  "sleep 0.3; ls -A %s", dir, sigs[i], rl_test_build(), dir);
@@ -542,6 +550,13 @@ START_TEST(test_cli_grade_stopped_cleans_up)
         ck_assert_msg(!o[0], "after SIG%s the grader left in its TMPDIR:\n%s", sigs[i], o);
         free(o);
     }
+    /* output into a pipe closed early (make grade | head): the same */
+    char cmd[512], *o;
+    snprintf(cmd, sizeof cmd, "TMPDIR=%s %s/solutions/29_zero_fsdp/grade 2>/dev/null | head -c 10 >/dev/null; "
+             "sleep 0.5; ls -A %s", dir, rl_test_build(), dir);
+    rl_test_run(cmd, &o);
+    ck_assert_msg(!o[0], "after a closed pipe the grader left in its TMPDIR:\n%s", o);
+    free(o);
     rmdir(dir);
 }
 END_TEST
