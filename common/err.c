@@ -107,6 +107,27 @@ void *rl_xrealloc(void *p, size_t bytes, const char *what)
 }
 
 RL_API_WATCHED
+FILE *rl_file_read_regular(const char *path)
+{
+    RL_API_ENTRY();
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e = 0; /* (a FIFO with no writer: no wait) */
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+        e = errno;
+    FILE *f = e ? NULL : fdopen(fd, "r");
+    if (!f) {
+        e = e ? e : errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+RL_API_WATCHED
 int rl_file_writable(const char *path)
 {
     RL_API_ENTRY();

@@ -45,6 +45,9 @@ int rl_file_writable(const char *path);
 FILE *rl_file_begin(const char *path, char *tmp, size_t tmplen);
 /* Closes f and renames tmp over path: 0, or -1 (tmp removed, errno set) when a write failed. */
 int rl_file_commit(FILE *f, const char *tmp, const char *path);
+/* Opens path for reading when it is a regular file (never waiting on a FIFO, a terminal or a
+ * device): NULL with errno set otherwise (EINVAL: not a regular file). */
+FILE *rl_file_read_regular(const char *path);
 /* The last error message recorded on this rank ("" if none). */
 const char *rl_last_error(const rl_ctx *ctx);
 /* Clears the last error message of this rank. */

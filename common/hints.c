@@ -14,9 +14,9 @@
  * errno set). */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = rl_file_read_regular(path);
     if (!f)
-        return NULL;
+        return NULL; /* (EINVAL: not a regular file) */
     struct stat st;
     int bad = fstat(fileno(f), &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR
                                    : !S_ISREG(st.st_mode) || st.st_size > (16 << 20) ? EFBIG : 0;
@@ -59,7 +59,7 @@ int rl_hints_load(const char *path, rl_hints *h, char *err, size_t errlen)
     memset(h, 0, sizeof *h);
     h->buf = slurp(path);
     if (!h->buf)
-        FAIL("%s: %s", path, strerror(errno));
+        FAIL("%s: %s", path, errno == EINVAL ? "not a regular file" : strerror(errno));
     rl_hint_step *st = NULL;
     char *text = NULL; /* the open rung's text starts here */
     int line = 0;
@@ -128,11 +128,11 @@ const rl_hint_step *rl_hints_find(const rl_hints *h, const char *id)
 int rl_hints_used_load(const char *path, rl_hints_used *u, char *err, size_t errlen)
 {
     memset(u, 0, sizeof *u);
-    FILE *f = fopen(path, "r");
+    FILE *f = rl_file_read_regular(path);
     if (!f) {
         if (errno == ENOENT)
             return 0;
-        FAIL("%s: %s", path, strerror(errno));
+        FAIL("%s: %s", path, errno == EINVAL ? "not a regular file of hints shown" : strerror(errno));
     }
     struct stat st;
     if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) { /* (/dev/zero never ends) */

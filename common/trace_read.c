@@ -10,6 +10,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 #include "apiwatch.h"
+#include "err.h"
 #include "mem.h"
 #include "trace.h"
 
@@ -598,9 +599,10 @@ RL_API_WATCHED
 rl_trace *rl_trace_read_json(const char *path, char *err, int errlen)
 {
     RL_API_ENTRY();
-    FILE *f = fopen(path, "rb");
+    FILE *f = rl_file_read_regular(path);
     if (!f) {
-        snprintf(err, (size_t)errlen, "cannot read trace '%s': %s", path, strerror(errno));
+        snprintf(err, (size_t)errlen, "cannot read trace '%s': %s", path,
+                 errno == EINVAL ? "not a regular file (a FIFO, a device or a folder)" : strerror(errno));
         return NULL;
     }
     reader *r = calloc(1, sizeof *r);

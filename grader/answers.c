@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "err.h"
 #include "grade.h"
 
 static char *trim(char *s)
@@ -20,7 +21,7 @@ static char *trim(char *s)
 
 int rl_grade_answer(const char *path, const char *key, char *value, size_t size)
 {
-    FILE *f = path ? fopen(path, "r") : NULL;
+    FILE *f = path ? rl_file_read_regular(path) : NULL;
     if (!f)
         return -1;
     char *line = NULL;

@@ -1176,7 +1176,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
     rl_program_start();
     learner_text(PROT_NONE); /* this process never runs code under test: only its children map it */
     const char *steps[32];
-    int nsteps = 0, list = 0, verbose = 0, have_seed = 0;
+    int nsteps = 0, list = 0, verbose = 0, have_seed = 0, answers_given = 0;
     const char *json_path = NULL, *details_path = NULL, *zero_path = NULL, *zero_reason = NULL;
     int json_fd = -1;
     const char *learner_arg = NULL;
@@ -1263,16 +1263,7 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
             }
         } else if (!strcmp(a, "--answers")) {
             answers_path = argv[++i];
-            struct stat st;
-            int bad = stat(answers_path, &st) ? (errno == ENOENT ? 0 : errno) : S_ISREG(st.st_mode) ? 0 : -1;
-            if (bad) {
-                fprintf(stderr, "grade: --answers '%s': %s (give the lab's answers.txt)\n", answers_path,
-                        bad > 0 ? strerror(bad) : "not a regular file");
-                return 2;
-            }
-            if (access(answers_path, F_OK)) /* (a submission without one is graded, as unanswered) */
-                fprintf(stderr, "grade: note: --answers '%s' does not exist: the answers tests are graded as "
-                        "unanswered\n", answers_path);
+            answers_given = 1;
         } else if (!strcmp(a, "--hints")) {
             char err[512];
             if (rl_hints_used_load(argv[++i], &hints_used, err, sizeof err)) {
@@ -1307,6 +1298,16 @@ int rl_grade_main(const rl_grade_lab *lab, int argc, char **argv)
         }
     }
 
+    struct stat ast; /* the answers file, given or the lab's: a regular file, or none (a FIFO would block) */
+    int bad = stat(answers_path, &ast) ? (errno == ENOENT ? 0 : errno) : S_ISREG(ast.st_mode) ? 0 : -1;
+    if (bad) {
+        fprintf(stderr, "grade: %s '%s': %s (give the lab's answers.txt)\n", answers_given ? "--answers" : "the answers file",
+                answers_path, bad > 0 ? strerror(bad) : "not a regular file");
+        return 2;
+    }
+    if (answers_given && access(answers_path, F_OK)) /* (a submission without one is graded, as unanswered) */
+        fprintf(stderr, "grade: note: --answers '%s' does not exist: the answers tests are graded as unanswered\n",
+                answers_path);
     if (set_learner(learner_arg))
         return 2;
     if (questions_mode) {

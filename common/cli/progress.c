@@ -67,7 +67,7 @@ static void lab_name(const char *dir, char *out, size_t size)
 /* 64-bit FNV-1a of a file's bytes (0 when it cannot be read). */
 static uint64_t file_hash(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = rl_file_read_regular(path);
     if (!f)
         return 0;
     uint64_t h = 1469598103934665603ull;
@@ -244,7 +244,7 @@ static step_rec *find(lab_rec *r, const char *id, int add)
 static void rec_load(const char *path, lab_rec *r)
 {
     memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "r");
+    FILE *f = rl_file_read_regular(path);
     if (!f)
         return;
     char line[FILES_LEN + 128], id[RL_HINTS_ID_LEN], files[FILES_LEN];

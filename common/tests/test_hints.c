@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "hints.h"
 #include "testutil.h"
@@ -194,7 +195,11 @@ START_TEST(test_hints_file_errors)
     ck_assert_int_eq(rl_hints_load("/nonexistent/hints.md", &h, err, sizeof err), -1);
     rl_hints_free(&h);
     /* files that never end, or are not files: refused at once, never read forever */
-    static const char *const odd[] = { "/dev/zero", "/dev/full", "/tmp" };
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/rl_hints_fifo_%d", (int)getpid());
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0); /* (no writer: opening it to read would wait for ever) */
+    const char *const odd[] = { "/dev/zero", "/dev/full", "/tmp", fifo };
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         rl_hints_used u;
         ck_assert_int_eq(rl_hints_used_load(odd[i], &u, err, sizeof err), -1);
@@ -205,6 +210,7 @@ START_TEST(test_hints_file_errors)
         ck_assert_int_eq(hint(odd[i], "28.1", out, sizeof out), 2);
         ck_assert_msg(strstr(out, odd[i]), "hint --used %s:\n%s", odd[i], out);
     }
+    unlink(fifo);
     unlink(path);
 }
 END_TEST
