@@ -9,7 +9,29 @@
 #include <curses.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <signal.h>
+#include <termios.h>
+#include <unistd.h>
 #include <wchar.h>
+
+/* The terminal's modes before the UI took it, for the signals ncurses does not catch (HUP,
+ * QUIT, ABRT): the one process-wide copy, as the terminal itself is one. */
+static struct termios saved_modes;
+static volatile sig_atomic_t have_saved_modes;
+
+/* A signal that ends the program while the UI is up: the terminal's modes back, the screen and
+ * the mouse as they were (async-signal-safe calls only), then the signal's own ending. */
+static void restore_on_signal(int sig)
+{
+    static const char reset[] = "\033[?1000l\033[?1006l\033[?25h\033[?1049l\r\n";
+    if (have_saved_modes) {
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved_modes);
+        ssize_t w = write(STDOUT_FILENO, reset, sizeof reset - 1);
+        (void)w;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 struct rl_term {
     SCREEN *screen;
@@ -27,10 +49,21 @@ rl_term *rl_term_open(char *err, int errlen)
         snprintf(err, (size_t)errlen, "the live TUI needs a terminal: TERM is not set");
         return NULL;
     }
+    if (!strcmp(term, "dumb")) {
+        snprintf(err, (size_t)errlen, "the TUI needs a terminal that can move its cursor; TERM=dumb cannot (set TERM, "
+                 "e.g. xterm-256color, or print a chart: ringlab view FILE --render timeline --size 120x40)");
+        return NULL;
+    }
     rl_term *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, (size_t)errlen, "out of memory");
         return NULL;
+    }
+    if (tcgetattr(STDIN_FILENO, &saved_modes) == 0) {
+        have_saved_modes = 1;
+        static const int sigs[] = { SIGHUP, SIGQUIT, SIGABRT };
+        for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+            signal(sigs[i], restore_on_signal);
     }
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
@@ -67,6 +100,10 @@ void rl_term_close(rl_term *t)
     endwin();
     delscreen(t->screen);
     free(t);
+    have_saved_modes = 0;
+    static const int sigs[] = { SIGHUP, SIGQUIT, SIGABRT };
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        signal(sigs[i], SIG_DFL);
 }
 
 void rl_term_size(rl_term *t, int *w, int *h)

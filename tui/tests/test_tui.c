@@ -1436,8 +1436,10 @@ START_TEST(test_tmux_ctrl_c)
     snprintf(sttyfile, sizeof sttyfile, "/tmp/rl_tui_ctrlc_%d.stty", (int)getpid());
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     const char *build = rl_test_build();
-    const char *const runs[] = { "view --demo --tui --steps 10000 --delay-ms 50", "view" };
-    for (int k = 0; k < 2; k++) {
+    /* Ctrl-C (ncurses' own handler) and Ctrl-\ (QUIT: ringlab's) both give the terminal back */
+    const char *const runs[] = { "view --demo --tui --steps 10000 --delay-ms 50", "view", "view" };
+    const char *const keys[] = { "C-c", "C-c", "'C-\\'" };
+    for (int k = 0; k < 3; k++) {
         remove(rcfile);
         remove(sttyfile);
         tmux_session s;
@@ -1446,7 +1448,7 @@ START_TEST(test_tmux_ctrl_c)
                               "'%s'; stty -a > '%s'; sleep 30\"", cwd, build[0] == '/' ? "" : "./", build, runs[k],
                               k ? trace : "", rcfile, sttyfile), 0);
         EXPECT_SCREEN(&s, "[1 timeline]");
-        tmux(&s, "send-keys -t v C-c");
+        tmux(&s, "send-keys -t v %s", keys[k]);
         char line[32] = "", *tty = NULL;
         for (int i = 0; i < 100 && !tty; i++) {
             long len;
@@ -1463,10 +1465,10 @@ START_TEST(test_tmux_ctrl_c)
             fclose(f);
         }
         tmux(&s, "kill-server");
-        ck_assert_msg(tty, "`ringlab %s`: still running 5 s after Ctrl-C", runs[k]);
+        ck_assert_msg(tty, "`ringlab %s`: still running 5 s after %s", runs[k], keys[k]);
         ck_assert_msg(!strstr(tty, "-icanon") && !strstr(tty, "-echo ") && !strstr(tty, "-isig"),
-                      "`ringlab %s`: after Ctrl-C the terminal is left raw (%s):\n%s", runs[k], line, tty);
-        ck_assert_msg(strncmp(line, "rc=0", 4) != 0, "`ringlab %s`: Ctrl-C ended it with exit 0", runs[k]);
+                      "`ringlab %s`: after %s the terminal is left raw (%s):\n%s", runs[k], keys[k], line, tty);
+        ck_assert_msg(strncmp(line, "rc=0", 4) != 0, "`ringlab %s`: %s ended it with exit 0", runs[k], keys[k]);
         free(tty);
     }
     remove(trace);
@@ -1512,6 +1514,14 @@ START_TEST(test_tmux_colours)
                 snprintf(code, sizeof code, "\033[%dm", c);
                 ck_assert_msg(!strstr(screen, code), "NO_COLOR: colour code %d on the screen", c);
             }
+    }
+    { /* TERM=dumb cannot move its cursor: refused with what to do instead */
+        tmux_session s;
+        snprintf(s.sock, sizeof s.sock, "rltuidumb_%d_%ld", (int)getpid(), (long)time(NULL));
+        ck_assert_int_eq(tmux(&s, "new-session -d -s v -x 100 -y 30 \"cd '%s' && TERM=dumb %s%s/ringlab view '%s'; "
+                              "sleep 30\"", cwd, build[0] == '/' ? "" : "./", build, trace), 0);
+        EXPECT_SCREEN(&s, "TERM=dumb cannot");
+        tmux(&s, "kill-server");
     }
     remove(trace);
 }
