@@ -723,7 +723,7 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     for (int r = 0; r < w->n; r++)
         if (w->ctxs[r] && !w->ctxs[r]->worker_started) {
             *rc = rl_error(NULL, RL_ERR_NOMEM, "out of memory: could not start rank %d's comm-stream thread: use "
-                           "fewer --ranks or raise the limit (ulimit -v)", r);
+                           "fewer --ranks or raise the limits (ulimit -v: memory, ulimit -u: threads)", r);
             rl_world_destroy(w);
             return NULL;
         }
@@ -741,7 +741,7 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
         if (e) {
             char msg[256];
             snprintf(msg, sizeof msg, "out of memory: could not start rank %d's thread (%s): use fewer --ranks or "
-                     "raise the limit (ulimit -v)", r, strerror(e));
+                     "raise the limits (ulimit -v: memory, ulimit -u: threads)", r, strerror(e));
             rl_world_abort(w, RL_ERR_NOMEM, msg);
             pthread_mutex_lock(&w->mu);
             w->ctxs[r]->thread_done = 1;
@@ -754,7 +754,7 @@ static rl_run *start_run(const rl_opts *opts, rl_rank_fn fn, void *arg, int *rc)
     if (e) { /* no thread left for it: the ranks stop, and rl_run_finish supervises them itself */
         char msg[256];
         snprintf(msg, sizeof msg, "out of memory: could not start the run's supervisor thread (%s): use fewer "
-                 "--ranks or raise the limit (ulimit -v)", strerror(e));
+                 "--ranks or raise the limits (ulimit -v: memory, ulimit -u: threads)", strerror(e));
         rl_world_abort(w, RL_ERR_NOMEM, msg);
         run->supervise_inline = 1;
         run->done = 1; /* rl_run_poll: nothing to wait for but rl_run_finish */

@@ -241,19 +241,28 @@ static step_rec *find(lab_rec *r, const char *id, int add)
 }
 
 /* Reads a lab's record (a missing file is an empty one; a line that is not one is skipped). */
-static void rec_load(const char *path, lab_rec *r)
+static void rec_load(const char *path, lab_rec *r, char *note, size_t nsize)
 {
     memset(r, 0, sizeof *r);
+    note[0] = 0;
     FILE *f = rl_file_read_regular(path);
-    if (!f)
+    if (!f) {
+        if (errno != ENOENT)
+            snprintf(note, nsize, "%s: %s: no grade is read from it", path,
+                     errno == EINVAL ? "not a regular file" : strerror(errno));
         return;
+    }
     char line[FILES_LEN + 128], id[RL_HINTS_ID_LEN], files[FILES_LEN];
-    int score, max;
+    int score, max, bad = 0;
     long long when;
     while (fgets(line, sizeof line, f)) {
         files[0] = 0;
-        if (line[0] == '#' || sscanf(line, "%15s %d %d %lld " FILES_FMT, id, &score, &max, &when, files) < 4)
+        if (line[0] == '#')
             continue;
+        if (sscanf(line, "%15s %d %d %lld " FILES_FMT, id, &score, &max, &when, files) < 4) {
+            bad++;
+            continue;
+        }
         step_rec *s = find(r, id, 1);
         if (s) {
             s->graded = 1, s->score = score, s->max = max, s->when = when;
@@ -261,6 +270,9 @@ static void rec_load(const char *path, lab_rec *r)
         }
     }
     fclose(f);
+    if (bad)
+        snprintf(note, nsize, "%s: %d line%s that %s not a grade's record (left out; make grade writes them)", path,
+                 bad, bad == 1 ? "" : "s", bad == 1 ? "is" : "are");
 }
 
 static int rec_save(const char *path, const lab_rec *r, const char *lab)
@@ -298,7 +310,8 @@ static int record(const char *dir, const char *labdir, const char *results, cons
     if (!j)
         return 1;
     lab_rec r, fresh;
-    rec_load(path, &r);
+    char note[600];
+    rec_load(path, &r, note, sizeof note);
     memset(&fresh, 0, sizeof fresh);
     if (graded_files)
         snprintf(files, sizeof files, "%s", graded_files);
@@ -385,7 +398,8 @@ static void show_lab(const char *labdir, const char *dir, const char *detail, ch
     lab_name(labdir, lab, sizeof lab);
     snprintf(path, sizeof path, "%s/%s.txt", dir, lab);
     lab_rec r;
-    rec_load(path, &r);
+    char note[600], hnote[600] = "";
+    rec_load(path, &r, note, sizeof note);
     lab_files(labdir, files, sizeof files);
     rl_hints h;
     rl_hints_used u;
@@ -396,10 +410,17 @@ static void show_lab(const char *labdir, const char *dir, const char *detail, ch
         return;
     }
     snprintf(path, sizeof path, "%s/hints-used.txt", labdir);
-    if (rl_hints_used_load(path, &u, err, sizeof err))
+    if (rl_hints_used_load(path, &u, err, sizeof err)) { /* (as the grader would refuse it) */
         memset(&u, 0, sizeof u);
+        snprintf(hnote, sizeof hnote, "%s; the hints are counted as 0 here and make grade refuses it", err);
+    }
     int n = atoi(lab), got = 0, of = 0;
-    printf("lab %s\n  %-5s %-40s %7s  %-5s %s\n", lab, "step", "", "score", "hints", "state");
+    printf("lab %s\n", lab);
+    if (note[0])
+        printf("  note: %s\n", note);
+    if (hnote[0])
+        printf("  note: %s\n", hnote);
+    printf("  %-5s %-40s %7s  %-5s %s\n", "step", "", "score", "hints", "state");
     for (int k = 0; k < h.nsteps; k++) {
         const rl_hint_step *st = &h.steps[k];
         if (detail && strcmp(detail, st->id))

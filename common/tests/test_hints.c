@@ -625,6 +625,18 @@ START_TEST(test_progress_records_and_goes_stale)
     ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
     ck_assert_msg(rl_test_count(out, "stale:") == 3 && strstr(out, "+others changed"), "%s", out);
     free(rec);
+    /* a record or a hints file that is not one: said, not dropped in silence */
+    snprintf(cmd, sizeof cmd, "echo 'garbage here' >> %s/build/progress/28_ddp.txt && echo 'nonsense' > "
+             "%s/labs/28_ddp/hints-used.txt", d, d);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "note: build/progress/28_ddp.txt: 1 line that is not a grade's record") &&
+                      strstr(out, "hints-used.txt:1: a line is") && strstr(out, "make grade refuses it") &&
+                      strstr(out, "5/5"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm %s/build/progress/28_ddp.txt && mkdir %s/build/progress/28_ddp.txt", d, d);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(progress(d, "--dir build/progress", out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "28_ddp.txt: not a regular file: no grade is read from it"), "%s", out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", d);
     ck_assert_int_eq(system(cmd), 0);
 }
