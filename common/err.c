@@ -180,7 +180,6 @@ int rl_file_commit(FILE *f, const char *tmp, const char *path)
     return 0;
 }
 
-RL_API_WATCHED
 /* OpenBLAS starts a thread per core as the program loads. Under ulimit -v those threads retry
  * their buffers' allocation for ever (and a fork then waits on them); under a small ulimit -u
  * OpenBLAS kills the program with SIGINT when it cannot start them. Under either limit the
@@ -208,6 +207,7 @@ static void one_blas_thread_under_limits(void)
         execv("/proc/self/exe", argv);
 }
 
+RL_API_WATCHED
 void rl_program_start(void)
 {
     RL_API_ENTRY();

@@ -976,7 +976,6 @@ static int model_backward(rl_model *m, float grad_scale)
     return st->nready ? fire_ready(m) : 0;
 }
 
-RL_API_WATCHED
 int rl_model_forward(rl_model *m, const rl_batch *bt, float *loss)
 {
     if (!m)
@@ -997,6 +996,7 @@ int rl_model_backward(rl_model *m, float grad_scale)
     return rc;
 }
 
+RL_API_WATCHED
 int rl_model_set_ready_order(rl_model *m, uint64_t seed, int window)
 {
     RL_API_ENTRY();

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "apiwatch.h"
 #include "err.h"
 #include "trace.h"
@@ -395,8 +397,13 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
 {
     RL_API_ENTRY();
     /* streamed an event at a time ("ringlab" first: a streaming reader knows the ranks before the
-     * events); the whole document as one tree took about 3 KB per event */
-    FILE *f = fopen(path, "w");
+     * events); the whole document as one tree took about 3 KB per event. A file is written beside
+     * path and renamed over it when whole (a failed write leaves no truncated trace); a device, a
+     * pipe (/dev/stdout) or an open file already unlinked (/proc/self/fd/N) is written as it is. */
+    struct stat st;
+    char tmp[4200] = "";
+    int direct = stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink == 0); /* (or a file already unlinked) */
+    FILE *f = direct ? fopen(path, "w") : rl_file_begin(path, tmp, sizeof tmp);
     if (!f) {
         snprintf(err, (size_t)errlen, "cannot write trace '%s': %s", path, strerror(errno));
         return RL_ERR_IO;
@@ -434,8 +441,15 @@ int rl_trace_write_json(const rl_trace *t, const char *path, int with_wall, char
     int e = bad ? (errno ? errno : EIO) : 0;
     if (ferror(f) && !e)
         e = errno ? errno : EIO;
-    if (fclose(f) != 0 && !e)
+    if (direct) {
+        if (fclose(f) != 0 && !e)
+            e = errno ? errno : EIO;
+    } else if (e) {
+        fclose(f);
+        unlink(tmp);
+    } else if (rl_file_commit(f, tmp, path)) {
         e = errno ? errno : EIO;
+    }
     if (e) {
         snprintf(err, (size_t)errlen, "cannot write trace '%s': %s", path, strerror(e));
         return RL_ERR_IO;

@@ -1119,7 +1119,17 @@ static int write_json(const char *path, int fd, const rl_grade_lab *lab, const r
     json_object_set_new(root, "execution_time", json_real(secs));
     json_object_set_new(root, "output", json_string(summary));
     json_object_set_new(root, "tests", tests);
-    int rc = path ? json_dump_file(root, path, JSON_INDENT(2)) : json_dumpfd(root, fd, JSON_INDENT(2));
+    int rc;
+    struct stat st;
+    char tmp[4200];
+    if (!path)
+        rc = json_dumpfd(root, fd, JSON_INDENT(2));
+    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* (a device or a pipe: as it is) */
+        rc = json_dump_file(root, path, JSON_INDENT(2));
+    else { /* a file: written whole beside path and renamed over it, never left truncated */
+        FILE *f = rl_file_begin(path, tmp, sizeof tmp);
+        rc = !f ? -1 : json_dumpf(root, f, JSON_INDENT(2)) ? (fclose(f), unlink(tmp), -1) : rl_file_commit(f, tmp, path);
+    }
     json_decref(root);
     return rc;
 }

@@ -527,6 +527,14 @@ START_TEST(test_cli_grade_arguments)
     ck_assert_msg(rc0 == 2 && strstr(o, "(ulimit -v 900000 KiB) is too small to grade") && !strstr(o, "Score:"),
                   "`%s`: exit %d:\n%.1500s", cmd, rc0, o);
     free(o);
+    /* a results file or a trace that cannot be written whole is not left behind truncated */
+    snprintf(cmd, sizeof cmd, "rm -f /tmp/rl_cli_fsz.json /tmp/rl_cli_fsz.trace.json; ulimit -f 1 && timeout 60 "
+             "%s/solutions/28_ddp/grade --step 28.5 --json /tmp/rl_cli_fsz.json >/dev/null 2>&1; echo rc=$?; "
+             "timeout 60 %s/solutions/28_ddp/run --quiet --trace /tmp/rl_cli_fsz.trace.json >/dev/null 2>&1; "
+             "echo rc=$?; ls /tmp/rl_cli_fsz* 2>&1", rl_test_build(), rl_test_build());
+    rl_test_run(cmd, &o);
+    ck_assert_msg(!strstr(o, "rc=0") && strstr(o, "No such file"), "under ulimit -f 1:\n%s", o);
+    free(o);
     /* the details file is written after every grade, and a failed write is an error */
     snprintf(cmd, sizeof cmd, "timeout 60 %s/solutions/28_ddp/grade --step 28.1 --details /dev/full 2>&1",
              rl_test_build());
