@@ -60,12 +60,13 @@ const char *rl_status_name(int code)
 
 static void check_stdout(int status, void *arg)
 {
-    (void)arg;
+    int closed = arg != NULL; /* (stdout was closed when the program started: /dev/full stands in) */
     errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int e = errno;
         if (e != EPIPE) { /* EPIPE: the reader went away (SIGPIPE ignored): nothing to say to anyone */
-            fprintf(stderr, "ringlab: cannot write the output: %s\n", e ? strerror(e) : "write error");
+            fprintf(stderr, "ringlab: cannot write the output: %s\n", closed ? "standard output is closed"
+                    : e ? strerror(e) : "write error");
             _exit(1);
         }
     }
@@ -238,5 +239,15 @@ void rl_program_start(void)
             exit(1);
         }
     }
-    on_exit(check_stdout, NULL);
+    /* a standard stream closed (cmd >&-): something stands in for it, or the first file the
+     * program opens would take its number and receive its output; writes to /dev/full fail */
+    int stdout_closed = 0;
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int n = open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY);
+            if (n >= 0 && n != fd)
+                dup2(n, fd), close(n);
+            stdout_closed |= fd == 1;
+        }
+    on_exit(check_stdout, stdout_closed ? (void *)1 : NULL);
 }

@@ -383,6 +383,14 @@ START_TEST(test_cli_outputs)
         ck_assert_msg(rc == 1 && strstr(o, "No space left on device"), "`ringlab %s > /dev/full`: exit %d; expected 1 "
                       "and a message:\n%.1500s", full[i], rc, o);
         free(o);
+        /* stdout closed (>&-): said so; the first file opened does not take its number (view --bench's
+         * trace did, and received the report) */
+        snprintf(cmd, sizeof cmd, "%s/ringlab %s 2>&1 >&-", rl_test_build(), i == 2 ? "view --bench --events 2000 "
+                 "--frames 1" : full[i]);
+        rc = rl_test_run(cmd, &o);
+        ck_assert_msg(rc == 1 && strstr(o, "standard output is closed") && !strstr(o, "not valid JSON"),
+                      "`%s`: exit %d:\n%.1500s", cmd, rc, o);
+        free(o);
     }
     static const char *const piped[] = { "bench all_reduce -b 1K -e 16M -n 2 -w 0", "view --bench --events 200000",
                                          ("calc plan --params 7B --layers 32 --hidden 4096 --heads 32 --seq 2048 "
