@@ -328,27 +328,19 @@ START_TEST(test_timeline_zoom_pan_cursor)
     ck_assert_has(txt, "r0 comm: all_reduce [comm bucket 1 seq 1]");
     ck_assert_has(txt, "2.00 MiB (21 GB/s)");
     free(txt);
-    int adam[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 0 };
-    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, adam);
-    ck_assert_has(txt, "r1 compute: adam_step");
-    free(txt);
-    int wraps[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'n', 0 };
-    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, wraps);
-    ck_assert_has(txt, "r0 compute: adam_step");
-    free(txt);
-    int back_up[] = { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'N', 'N', 0 };
-    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, back_up);
-    ck_assert_has(txt, "r1 compute: adam_step");
-    free(txt);
-    int typing[] = { '/', 'z', 'q', 0 };
-    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, typing);
-    ck_assert_has(txt, "search event names: zq_");
-    free(txt);
-    int none[] = { '/', 'z', 'q', RL_KEY_ENTER, 0 };
-    txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, none);
-    ck_assert_has(txt, "no event's name contains 'zq'");
-    ck_assert_has(txt, "r0 compute: linear_bwd"); /* (the cursor stays) */
-    free(txt);
+    static const struct { int keys[10]; const char *want; } finds[] = {
+        { { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 0 }, "r1 compute: adam_step" },
+        { { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'n', 0 }, "r0 compute: adam_step" }, /* (wrapped) */
+        { { '/', 'a', 'd', 'a', 'm', RL_KEY_ENTER, 'n', 'N', 'N', 0 }, "r1 compute: adam_step" },
+        { { '/', 'z', 'q', 0 }, "search event names: zq_" },
+        { { '/', 'z', 'q', RL_KEY_ENTER, 0 }, "no event's name contains 'zq'" },
+        { { '/', 'z', 'q', RL_KEY_ENTER, 0 }, "r0 compute: linear_bwd" }, /* (the cursor stays) */
+    };
+    for (size_t i = 0; i < sizeof finds / sizeof *finds; i++) {
+        txt = render_keys(t, RL_VIEW_TIMELINE, 100, 14, 0, finds[i].keys);
+        ck_assert_has(txt, finds[i].want);
+        free(txt);
+    }
     /* the mouse: a click selects the lane and puts the cursor under it (the plot starts at
      * column 13 here), the wheel zooms at the mouse, a click on a tab opens its view */
     int click[] = { rl_key_mouse(RL_MOUSE_CLICK, 13 + 75, 5), 0 };
