@@ -78,6 +78,11 @@ static void handle_mouse(rl_tui_state *s, const rl_tui_model *m, int what, int x
             s->view = (rl_tui_view)v;
         return;
     }
+    if (s->view == RL_VIEW_PIPELINE && !s->ticks) { /* (the grid zooms as the timeline does) */
+        if (what != RL_MOUSE_CLICK)
+            pipe_zoom(s, what == RL_MOUSE_WHEEL_UP ? 1 : -1);
+        return;
+    }
     if (s->view != RL_VIEW_TIMELINE) {
         if (what != RL_MOUSE_CLICK)
             rl_tui_handle_key(s, m, what == RL_MOUSE_WHEEL_UP ? RL_KEY_UP : RL_KEY_DOWN);
@@ -156,7 +161,7 @@ int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key)
             s->scroll++;
         else if (s->view == RL_VIEW_PIPELINE && s->ticks && (key == 'k' || key == RL_KEY_UP) && s->scroll > 0)
             s->scroll--;
-        else if (s->view == RL_VIEW_PIPELINE && !s->ticks && strchr("+=w-_s", key) && key)
+        else if (s->view == RL_VIEW_PIPELINE && !s->ticks && key > 0 && key < 128 && strchr("+=w-_s", key))
             pipe_zoom(s, strchr("+=w", key) ? 1 : -1);
         else if (s->view == RL_VIEW_PIPELINE && !s->ticks &&
                  (key == RL_KEY_RIGHT || key == RL_KEY_LEFT || (key < 128 && key && strchr("hlad", key))))
@@ -241,7 +246,8 @@ static void draw_help(rl_canvas *c, rl_tui_state *s)
         "1-5        views: 1 timeline 2 pipeline 3 shapes 4 memory 5 mesh",
         "?  Esc     show / hide this help          q  quit",
         "mouse      click a tab to open it; in the timeline click a lane and",
-        "           a time, the wheel zooms there; elsewhere it scrolls",
+        "           a time, the wheel zooms there (and the pipeline grid);",
+        "           elsewhere it scrolls",
         "playback   space  play / pause    [ ]  previous / next event edge",
         "           { }  previous / next schedule op (F/B/W)    < >  slower /",
         "           faster    g  go to a time (1.5ms)    x  hide the playhead",

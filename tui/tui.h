@@ -71,8 +71,8 @@ int rl_tui_view_parse(const char *name);
 /* The name of a view. */
 const char *rl_tui_view_name(rl_tui_view v);
 /* Applies one key (or mouse event: a click on a tab opens its view; in the timeline a click
- * selects a lane and puts the cursor there, the wheel zooms at the mouse; elsewhere the wheel
- * scrolls as ↑ ↓); returns 1 when the key asks to quit, else 0. */
+ * selects a lane and puts the cursor there, the wheel zooms at the mouse; the wheel zooms the
+ * pipeline grid too, and elsewhere scrolls as ↑ ↓); returns 1 when the key asks to quit, else 0. */
 int rl_tui_handle_key(rl_tui_state *s, const rl_tui_model *m, int key);
 /* Playback's keys (space, [ ] { } < > g x, and the typing after g); returns 1 when it took the key. */
 int rl_tui_play_key(rl_tui_state *s, const rl_tui_model *m, int key);

@@ -412,6 +412,14 @@ START_TEST(test_pipeline_snapshot)
     txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, zout);
     ck_assert_lacks(txt, "zoom x");
     free(txt);
+    static const int arrows[] = { RL_KEY_UP, RL_KEY_DOWN, 0 }; /* (keys past 127 are no zoom keys) */
+    txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, arrows);
+    ck_assert_lacks(txt, "zoom x");
+    free(txt);
+    const int wheel[] = { rl_key_mouse(RL_MOUSE_WHEEL_UP, 40, 4), 0 };
+    txt = render_keys(t, RL_VIEW_PIPELINE, 80, 12, 0, wheel);
+    ck_assert_has(txt, "zoom x2");
+    free(txt);
     rl_trace_free(t);
     /* a generated 1F1B schedule: p = 4, m = 8 gives 3/11 */
     t = rl_tui_synth_pipeline(4, 8, 1);
