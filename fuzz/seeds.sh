@@ -10,7 +10,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out/trace" "$out/flight" "$out/answers" "$out/options"
 cd "$out"
 "$ringlab" train --ranks 2 --steps 2 --trace trace/train.json >/dev/null
-for s in ddp gpipe 1f1b; do
+"$ringlab" view --synth ddp --out trace/synth-ddp.json --ranks 4 >/dev/null
+for s in gpipe 1f1b; do
   "$ringlab" view --synth $s --out trace/synth-$s.json --ranks 4 --microbatches 4 >/dev/null
 done
 # a hang and a mismatch: the watchdog's and the mismatch check's flight dumps (exit 3 is the point)
