@@ -39,29 +39,34 @@ static double total_of(const int64_t *v)
  * column, or, in a column without one, the last sample's before it. */
 static int fill_history(const rl_trace *t, rank_mem *rm, int w, double t0, double t1)
 {
-    double *last_t = malloc((size_t)w * sizeof *last_t), *last_v = malloc((size_t)w * sizeof *last_v);
+    size_t cells = (size_t)t->nranks * (size_t)w; /* per rank and column: the last sample's time and total */
+    double *last_t = malloc(cells * sizeof *last_t), *last_v = malloc(cells * sizeof *last_v);
     int ok = last_t && last_v;
-    for (int r = 0; r < t->nranks && ok; r++)
-        ok = (rm[r].hist = malloc((size_t)w * sizeof *rm[r].hist)) != NULL;
     for (int r = 0; r < t->nranks && ok; r++) {
-        double *h = rm[r].hist;
-        for (int x = 0; x < w; x++)
-            h[x] = last_v[x] = -1, last_t[x] = -1;
-        for (size_t i = 0; i < t->nmem; i++) {
-            const rl_mem_sample *ms = &t->mem[i];
-            if (ms->rank != r)
-                continue;
-            int x = t1 > t0 ? (int)((ms->vtime - t0) / (t1 - t0) * w) : 0;
-            x = x < 0 ? 0 : x >= w ? w - 1 : x;
-            double v = total_of(ms->current);
-            h[x] = v > h[x] ? v : h[x];
-            if (ms->vtime >= last_t[x])
-                last_t[x] = ms->vtime, last_v[x] = v;
-        }
-        for (int x = 1; x < w; x++) /* (a column without samples holds what the one before ended with) */
-            if (h[x] < 0 && h[x - 1] >= 0)
-                h[x] = last_v[x - 1], last_v[x] = last_v[x - 1];
+        ok = (rm[r].hist = malloc((size_t)w * sizeof *rm[r].hist)) != NULL;
+        for (int x = 0; ok && x < w; x++)
+            rm[r].hist[x] = -1;
     }
+    for (size_t i = 0; ok && i < cells; i++)
+        last_t[i] = last_v[i] = -1;
+    for (size_t i = 0; ok && i < t->nmem; i++) { /* (one pass over the samples, every rank at once) */
+        const rl_mem_sample *ms = &t->mem[i];
+        if (ms->rank < 0 || ms->rank >= t->nranks)
+            continue;
+        int x = t1 > t0 ? (int)((ms->vtime - t0) / (t1 - t0) * w) : 0;
+        x = x < 0 ? 0 : x >= w ? w - 1 : x;
+        double v = total_of(ms->current), *h = rm[ms->rank].hist;
+        size_t k = (size_t)ms->rank * (size_t)w + (size_t)x;
+        h[x] = v > h[x] ? v : h[x];
+        if (ms->vtime >= last_t[k])
+            last_t[k] = ms->vtime, last_v[k] = v;
+    }
+    for (int r = 0; r < t->nranks && ok; r++) /* (a column without samples holds what the one before ended with) */
+        for (int x = 1; x < w; x++) {
+            double *h = rm[r].hist, *lv = last_v + (size_t)r * (size_t)w;
+            if (h[x] < 0 && h[x - 1] >= 0)
+                h[x] = lv[x - 1], lv[x] = lv[x - 1];
+        }
     free(last_t);
     free(last_v);
     return ok ? 0 : -1;
@@ -116,10 +121,14 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
     if (!rm)
         return;
     const rl_mem_sample *top = NULL; /* the largest sample of all: a transient when above the peaks */
+    double lo = -1, hi = 0; /* the range of the rows over time (every sample's), shared so that ranks compare */
     for (size_t i = 0; i < t->nmem; i++) {
         const rl_mem_sample *ms = &t->mem[i];
         if (ms->rank < 0 || ms->rank >= t->nranks)
             continue;
+        double v = total_of(ms->current);
+        if (v > 0) /* (nothing held yet, or any more: drawn blank, out of the range) */
+            lo = lo < 0 || v < lo ? v : lo, hi = v > hi ? v : hi;
         rank_mem *r = &rm[ms->rank];
         if ((!r->now || ms->vtime >= r->now->vtime) && (!s->play_on || ms->vtime <= s->playhead))
             r->now = ms; /* with the playhead: the last sample at or before it */
@@ -162,12 +171,6 @@ void rl_tui_view_memory(rl_canvas *c, int y0, int y1, const rl_tui_model *m, rl_
     if (fill_history(t, rm, barw, m->t_min, m->t_max)) {
         rl_canvas_text(c, 1, y, -1, RL_TUI_HILITE, "out of memory");
         goto done;
-    }
-    double lo = -1, hi = 0; /* the range of the rows over time (every sample's), shared so that ranks compare */
-    for (size_t i = 0; i < t->nmem; i++) {
-        double v = t->mem[i].rank >= 0 && t->mem[i].rank < t->nranks ? total_of(t->mem[i].current) : -1;
-        if (v > 0) /* (nothing held yet, or any more: drawn blank, out of the range) */
-            lo = lo < 0 || v < lo ? v : lo, hi = v > hi ? v : hi;
     }
     int nvis = (y1 - y - 4) / 3;
     if (nvis < 1)
