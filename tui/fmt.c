@@ -133,6 +133,20 @@ rl_glyph rl_tui_cat_glyph(rl_cat cat)
     }
 }
 
+/* t with the digits that tell ticks step apart: "2.930125 ms" (for the base of relative labels). */
+static char *fmt_time_to(double t, double step, char *buf, size_t n)
+{
+    static const char *const units[] = { "ns", "µs", "ms", "s" };
+    static const double scale[] = { 1e-9, 1e-6, 1e-3, 1 };
+    int u = 3;
+    while (u > 0 && fabs(t) < scale[u])
+        u--;
+    int digits = (int)ceil(-log10(step / scale[u]) - 1e-9);
+    digits = digits < 0 ? 0 : digits > 9 ? 9 : digits;
+    snprintf(buf, n, "%.*f %s", digits, t / scale[u], units[u]);
+    return buf;
+}
+
 void rl_tui_draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
 {
     double dt = (t1 - t0) / w;
@@ -144,13 +158,29 @@ void rl_tui_draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
         step *= 5;
     else
         step *= 10;
-    char buf[32];
-    for (double t = ceil(t0 / step) * step; t < t1; t += step) {
+    /* Deep in a long run, three digits cannot tell ticks apart ("2.93 ms" at every tick): then
+     * the first tick says the time in full and the others how far past it they are ("+2.00 µs"). */
+    double first = ceil(t0 / step) * step;
+    char buf[48], prev[48] = "";
+    int relative = 0;
+    for (double t = first; t < t1 && !relative; t += step) {
+        rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
+        relative = !strcmp(buf, prev);
+        memcpy(prev, buf, sizeof prev);
+    }
+    for (double t = first; t < t1; t += step) {
         int x = (int)floor((t - t0) / dt);
         if (x < 0 || x >= w)
             continue;
         rl_canvas_put(c, x0 + x, y, RL_G_TICK, RL_TUI_DIM);
-        rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
+        if (!relative)
+            rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
+        else if (t == first)
+            fmt_time_to(t, step, buf, sizeof buf);
+        else {
+            buf[0] = '+';
+            rl_tui_fmt_time(t - first, buf + 1, sizeof buf - 1);
+        }
         rl_canvas_text(c, x0 + x + 1, y, w - x - 1, RL_TUI_DIM, buf);
     }
 }

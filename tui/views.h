@@ -33,7 +33,8 @@ void rl_tui_play_status(char *buf, size_t n, const rl_tui_model *m, const rl_tui
 /* The narration word-wrapped from row y, at most maxlines rows; returns the rows used. */
 int rl_tui_draw_narration(rl_canvas *c, int y, int maxlines, const rl_tui_model *m, const rl_tui_state *s);
 
-/* A time axis on row y over columns [x0, x0 + w) for [t0, t1): ticks at 1, 2 or 5 × 10^k, labelled. */
+/* A time axis on row y over columns [x0, x0 + w) for [t0, t1): ticks at 1, 2 or 5 × 10^k, labelled;
+ * relative to the first tick ("2.930125 ms", "+1.00 µs") where three digits would repeat. */
 void rl_tui_draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1);
 /* "1.25 ms", "250 µs", "3.00 s" (3 significant digits). */
 char *rl_tui_fmt_time(double seconds, char *buf, size_t n);

@@ -291,6 +291,30 @@ START_TEST(test_timeline_phase_band)
 }
 END_TEST
 
+/* The time axis: absolute labels while three digits tell the ticks apart; deep in a long run
+ * (ticks 200 ns apart at 2.93 ms, where every label read "2.93 ms") the first tick gives the
+ * time in full and the others their distance from it. */
+START_TEST(test_axis_relative_labels)
+{
+    static const struct { double t0, t1; const char *want, *then, *lacks; } cases[] = {
+        { 0, 1e-3, "'0 s ", "'200 us ", "+" },
+        { 2.93e-3, 2.93e-3 + 1e-6, "'2.9300 ms ", "'+200 ns ", "2.93 ms" },
+        { 1.5 + 3e-7, 1.5 + 2e-6, "'1.5000005 s ", "'+500 ns ", "1.50 s" },
+        { 12e-3 + 5e-6, 12e-3 + 100e-6, "'12.02 ms ", "'+20.0 us ", "12.0 ms" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rl_canvas *c = rl_canvas_new(100, 1);
+        rl_tui_draw_axis(c, 0, 0, 100, cases[i].t0, cases[i].t1);
+        char *txt = rl_canvas_to_text(c, 0);
+        const char *a = strstr(txt, cases[i].want), *b = strstr(txt, cases[i].then);
+        ck_assert_msg(a && b && a < b && !strstr(txt, cases[i].lacks), "axis %g..%g s:\n%s\nwant %s then %s",
+                      cases[i].t0, cases[i].t1, txt, cases[i].want, cases[i].then);
+        free(txt);
+        rl_canvas_free(c);
+    }
+}
+END_TEST
+
 START_TEST(test_timeline_zoom_pan_cursor)
 {
     rl_trace *t = ddp_trace();
@@ -1572,6 +1596,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_canvas_text_render);
     tcase_add_test(tc, test_timeline_snapshot);
     tcase_add_test(tc, test_timeline_zoom_pan_cursor);
+    tcase_add_test(tc, test_axis_relative_labels);
     tcase_add_test(tc, test_timeline_phase_band);
     tcase_add_test(tc, test_pipeline_snapshot);
     tcase_add_test(tc, test_pipeline_merges_sub_ops);
