@@ -1,5 +1,6 @@
 /* tui_model.c — per-lane index of a trace's events for the views. */
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tui_model.h"
@@ -55,7 +56,18 @@ static size_t sort_unique(double *v, size_t n)
     return k;
 }
 
-/* The playback stops: every drawn event's start and end, and the schedule ops' starts. */
+/* Adds a comm event's role to the model's list of roles, once. */
+static void note_role(rl_tui_model *m, const rl_trace_event *e)
+{
+    if (!e->role[0] || (e->cat != RL_CAT_COMM && e->cat != RL_CAT_P2P) || m->nroles == RL_TUI_MAXROLES)
+        return;
+    for (int k = 0; k < m->nroles; k++)
+        if (!strncmp(m->roles[k], e->role, sizeof m->roles[k]))
+            return;
+    snprintf(m->roles[m->nroles++], sizeof m->roles[0], "%.7s", e->role);
+}
+
+/* The playback stops, roles and buckets: every drawn event's start and end, and the schedule ops' starts. */
 static int index_times(rl_tui_model *m)
 {
     const rl_trace *t = m->trace;
@@ -72,6 +84,9 @@ static int index_times(rl_tui_model *m)
         if (e->cat == RL_CAT_COMPUTE && (e->phase == 'F' || e->phase == 'B' || e->phase == 'W'))
             m->ops[m->nops++] = e->vstart;
         m->has_regions |= e->region != 0;
+        if (e->tags[RL_TAG_BUCKET] + 1 > m->nbuckets)
+            m->nbuckets = e->tags[RL_TAG_BUCKET] + 1;
+        note_role(m, e);
     }
     m->nbounds = sort_unique(m->bounds, m->nbounds);
     m->nops = sort_unique(m->ops, m->nops);

@@ -10,6 +10,8 @@
 /* The lane categories a timeline cell can show (RL_CAT_MEMORY events are not drawn). */
 #define RL_TUI_NLANECATS ((int)RL_CAT_MEMORY)
 
+#define RL_TUI_MAXROLES 8 /* roles named in the timeline's legend (more are drawn, not named) */
+
 typedef struct rl_tui_span {
     double start, end;   /* virtual seconds */
     uint32_t ev;         /* index into trace->ev */
@@ -38,6 +40,9 @@ typedef struct rl_tui_model {
     int *stage_rank;         /* per stage: its lowest rank (-1: none) */
     int nchunks;             /* highest chunk tag + 1 of the schedule ops (interleaved: v) */
     int has_regions;         /* some compute event carries a region (forward, backward, optimizer) */
+    char roles[RL_TUI_MAXROLES][8]; /* the communicator roles of drawn comm events, in order of first use */
+    int nroles;
+    int nbuckets;            /* highest bucket tag + 1 of drawn events (0: no buckets) */
 } rl_tui_model;
 
 /* Builds the index of a trace (which must outlive the model). NULL when out of memory. */

@@ -195,6 +195,31 @@ static rl_style event_style(const rl_tui_model *m, const rl_trace_event *e, rl_c
     return st;
 }
 
+/* The legend of the colours comm events take besides their category's: the communicators'
+ * roles ("tp dp", each in its colour) and the buckets ("buckets 0 1 2 ..."). Returns the
+ * column after it. */
+static int draw_legend(rl_canvas *c, int x, int y, const rl_tui_model *m)
+{
+    if (m->nroles) {
+        x += rl_canvas_text(c, x, y, -1, RL_TUI_DIM, "│ roles ");
+        for (int k = 0; k < m->nroles; k++) {
+            rl_style st = RL_STYLE(rl_tui_role_color(m->trace, m->roles[k]), RL_COLOR_DEFAULT, RL_ATTR_BOLD);
+            x += rl_canvas_text(c, x, y, -1, st, m->roles[k]) + 1;
+        }
+    }
+    if (m->nbuckets) {
+        x += rl_canvas_text(c, x, y, -1, RL_TUI_DIM, "│ buckets ");
+        for (int b = 0; b < m->nbuckets && b < 10; b++) {
+            char num[4];
+            snprintf(num, sizeof num, "%d", b);
+            x += rl_canvas_text(c, x, y, -1, rl_tui_cat_style(RL_CAT_COMM, b), num) + 1;
+        }
+        if (m->nbuckets > 10)
+            x += rl_canvas_text(c, x, y, -1, RL_TUI_DIM, "…") + 1;
+    }
+    return x;
+}
+
 /* A box label: long ("all_reduce b2") when it fits in width columns, else short ("b2"). */
 static const char *event_label(const rl_trace_event *e, char *buf, size_t n, int width)
 {
@@ -429,6 +454,7 @@ void rl_tui_view_timeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
         rl_canvas_put(c, x, y, rl_tui_cat_glyph(cats[k]), rl_tui_cat_style(cats[k], -1));
         x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, rl_cat_name(cats[k])) + 2;
     }
+    x = draw_legend(c, x, y, m);
     if (!s->printed)
         rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, "│ +-/ws zoom  ←→/ad pan  ↑↓/jk lane  ,. event  0 whole run");
     rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);

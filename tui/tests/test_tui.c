@@ -962,6 +962,20 @@ START_TEST(test_comm_roles)
     }
     ck_assert_msg(tp_cells > 10 && !other, "the tp all-reduce in the mesh view's tp colour: %d cells, %d others",
                   tp_cells, other);
+    /* the legend names the role in that colour */
+    char *row = rl_canvas_to_text(c, 1);
+    char *legend = strstr(row, "│ roles tp ");
+    ck_assert_msg(legend != NULL, "no roles legend:\n%s", row);
+    int ly = 0;
+    for (const char *q = row; q < legend; q++)
+        ly += *q == '\n';
+    int lx = -1;
+    for (int x = 0; x < c->w && lx < 0; x++)
+        if (rl_canvas_cell(c, x, ly)->cp == 't' && rl_canvas_cell(c, x + 1, ly)->cp == 'p')
+            lx = x;
+    ck_assert_int_ge(lx, 0);
+    ck_assert_int_eq(rl_canvas_cell(c, lx, ly)->style.fg, rl_tui_dim_color(1));
+    free(row);
     rl_canvas_free(c);
     rl_tui_model_free(m);
     rl_trace_free(t);
