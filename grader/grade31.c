@@ -468,6 +468,7 @@ typedef struct comms_res {
     int members[LAB31_MAX_RANKS][MESH_NDIMS][LAB31_MAX_RANKS];
     int size[LAB31_MAX_RANKS][MESH_NDIMS];
     char name[LAB31_MAX_RANKS][MESH_NDIMS][64];
+    char role[LAB31_MAX_RANKS][MESH_NDIMS][8];
     int rank_rc[LAB31_MAX_RANKS];
     char err[LAB31_MAX_RANKS][1400];
     rl_grade_blob trace;
@@ -502,6 +503,7 @@ static int comms_rank(rl_ctx *ctx, void *arg)
     for (int d = 0; d < MESH_NDIMS; d++) {
         o->size[w][d] = mc.c[d] ? rl_comm_size(mc.c[d]) : 0;
         snprintf(o->name[w][d], sizeof o->name[w][d], "%s", mc.c[d] ? rl_comm_name(mc.c[d]) : "");
+        snprintf(o->role[w][d], sizeof o->role[w][d], "%s", mc.c[d] ? rl_comm_role(mc.c[d]) : "");
         for (int i = 0; i < o->size[w][d] && i < LAB31_MAX_RANKS; i++)
             o->members[w][d][i] = rl_comm_global_rank(mc.c[d], i);
     }
@@ -545,6 +547,7 @@ static comms_case *comms_run(const rl_mesh_shape *sh, rl_trace **trace)
         res->err[w][sizeof res->err[w] - 1] = 0;
         for (int d = 0; d < MESH_NDIMS; d++) {
             res->name[w][d][sizeof res->name[w][d] - 1] = 0;
+            res->role[w][d][sizeof res->role[w][d] - 1] = 0;
             res->size[w][d] = clampi(res->size[w][d], 0, LAB31_MAX_RANKS);
         }
     }
@@ -602,6 +605,9 @@ START_TEST(t_mesh_comms)
                 int n = rl_mesh_group(&ref, mesh_dim_bits((mesh_dim)d), w, grp, NULL);
                 CHECK(c->res.size[w][d] == n, "%s: rank %d's %s communicator has %d ranks, expected %d", st, w,
                               mesh_dim_name((mesh_dim)d), c->res.size[w][d], n);
+                CHECK(!strcmp(c->res.role[w][d], mesh_dim_name((mesh_dim)d)), "%s: rank %d's %s communicator has "
+                      "the role \"%s\", expected \"%s\" (rl_comm_set_role: traces and the timeline name its traffic "
+                      "by it)", st, w, mesh_dim_name((mesh_dim)d), c->res.role[w][d], mesh_dim_name((mesh_dim)d));
                 for (int k = 0; k < n; k++)
                     CHECK(c->res.members[w][d][k] == grp[k], "%s: rank %d's %s communicator: member %d is world "
                                   "rank %d, expected %d (members in ascending rank order: key = the index in the "
@@ -4399,7 +4405,7 @@ static const rl_grade_test tests31[] = {
     { "31.1", "CP, EP and both rank orders", 4, 20, &t_mesh_cp_ep_order, 0 },
     { "31.1", "invalid shapes refused with a message", 3, 10, &t_mesh_bad, 0 },
     { "31.1", "TP group across nodes: warning", 3, 10, &t_mesh_warning, 0 },
-    { "31.1", "communicators from rl_comm_split", 5, 20, &t_mesh_comms, 0 },
+    { "31.1", "communicators from rl_comm_split, named by role", 5, 20, &t_mesh_comms, 0 },
     { "31.1", "one split per kind in mesh_dim order; the mesh view recorded", 2, 20, &t_mesh_split_order, 0 },
     { "31.2", "dp2 x pp2 x tp2 = one-rank run after 3 steps", 10, 30, &t_3d_full, 0 },
     { "31.2", "other shapes, fixed and randomized (m < pp, odd sizes)", 6, 40, &t_3d_shapes, 0 },

@@ -43,7 +43,8 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
 {
     /* TODO(31.1): every rank calls this with the same layout. Afterwards out->c[d] is this
      * rank's communicator of each kind, members in ascending rank order, made by exactly one
-     * rl_comm_split of the world per kind, in mesh_dim order, with color = the group id. Rank 0
+     * rl_comm_split of the world per kind, in mesh_dim order, with color = the group id, each
+     * named for what it carries (its role: the kind's name, "tp" ... "edp"). Rank 0
      * records the mesh for the mesh view (rl_ctx_set_mesh) with names outermost first, e.g.
      * {"pp", "dp", "tp"} in the default order ({"dp", "pp", "tp"} in the order tp-cp-pp-dp; cp
      * only when > 1; dp as {"edp", "ep"} when ep > 1). */

@@ -66,7 +66,9 @@ typedef struct mesh_comms {
 
 /* YOURS. Collective over the world (every rank calls it with the same layout): out->c[d] is this
  * rank's group of each kind, its members in ascending rank order, from one rl_comm_split per
- * kind, in mesh_dim order, color = the group id; rank 0
+ * kind, in mesh_dim order, color = the group id, each with its role (rl_comm_set_role) the
+ * kind's name, mesh_dim_name(d) — traces carry it and the TUI names and colours each group's
+ * traffic by it; rank 0
  * records the mesh for the TUI's mesh view (rl_ctx_set_mesh): names outermost first in the shape's
  * order — {"pp", "dp", "tp"} in the default order (PP outermost), {"dp", "pp", "tp"} in
  * RL_MESH_ORDER_TP_CP_PP_DP —, cp (just outside tp) only when > 1, dp as {"edp", "ep"} when ep > 1; a

@@ -59,8 +59,6 @@ static int mesh_rank(rl_ctx *ctx, void *arg)
     }
     if (!rc && rl_rank(ctx) == 0) /* one all-reduce per group so the timeline shows them */
         mr->rc = 0;
-    for (int d = 0; !rc && d < MESH_NDIMS; d++)
-        rl_comm_set_role(mc.c[d], mesh_dim_name((mesh_dim)d));
     if (!rc)
         for (int d = 0; d < MESH_NDIMS; d++) {
             rl_tensor *t = rl_tensor_new_1d(ctx, mesh_dim_name((mesh_dim)d), RL_BF16, RL_MEM_COMM, 1 << 16);

@@ -97,6 +97,7 @@ int mesh_build_comms(rl_ctx *ctx, const mesh_layout *lay, mesh_comms *out)
         if (!out->c[d])
             return rl_error(ctx, RL_ERR_ARG, "mesh_build_comms: splitting the %s groups failed: %s",
                             mesh_dim_name((mesh_dim)d), rl_last_error(ctx));
+        rl_comm_set_role(out->c[d], mesh_dim_name((mesh_dim)d));
     }
     if (r == 0) {
         const rl_mesh_shape *s = &lay->shape;

@@ -1317,6 +1317,27 @@ static int wait_rc_file(const char *rcfile, const char *who)
                       "it shows:\n%s", (want), screen);                                          \
     } while (0)
 
+/* Waits (up to 5 s) until the pane shows want and two captures 100 ms apart agree, then leaves
+ * that screen in screen with the trace's path (which names the test's process) as TRACE. */
+static void stable_screen(const tmux_session *s, const char *want, const char *trace, char *screen, size_t n)
+{
+    static char last[1 << 16];
+    int same = 0;
+    for (int i = 0; i < 50 && !same; i++) {
+        capture(s, screen, n);
+        same = strstr(screen, want) && !strcmp(screen, last);
+        snprintf(last, sizeof last, "%s", screen);
+        if (!same)
+            sleep_ms(100);
+    }
+    ck_assert_msg(same, "tmux pane never settled on \"%s\"; it shows:\n%s", want, screen);
+    size_t tl = strlen(trace);
+    for (char *p = strstr(screen, trace); p; p = strstr(p, trace)) {
+        memcpy(p, "TRACE", 5);
+        memmove(p + 5, p + tl, strlen(p + tl) + 1);
+    }
+}
+
 static int have_tmux(void) { return system("command -v tmux >/dev/null 2>&1") == 0; }
 
 /* Starts `ringlab view TRACE` in a new tmux session of w x h (its socket named after tag); the
@@ -1435,6 +1456,26 @@ START_TEST(test_tmux_playback)
     tmux(&s, "send-keys -t v } } }");
     EXPECT_SCREEN(&s, "stage 1 runs F0.0");
     tmux(&s, "send-keys -t v g 1 . 5 m s Enter");
+    EXPECT_SCREEN(&s, "at 1.50 ms: stage 0 runs F2.0; stage 1 runs F1.0; stage 2 runs F0.0; stage 3 idle (bubble).");
+    /* the pipeline, timeline and memory views as the terminal shows them, at two playheads */
+    static const struct { const char *go, *at; } heads[] = { { "", "1.50 ms" }, { "g 7 . 2 5 m s Enter", "7.25 ms" } };
+    static const struct { const char *key, *name; } views[] = { { "2", "pipeline" }, { "1", "timeline" },
+                                                                 { "4", "memory" } };
+    for (int h = 0; h < 2; h++) {
+        if (heads[h].go[0])
+            tmux(&s, "send-keys -t v %s", heads[h].go);
+        for (int v = 0; v < 3; v++) {
+            char want[64], name[64];
+            tmux(&s, "send-keys -t v %s", views[v].key);
+            snprintf(want, sizeof want, "[%s %s]", views[v].key, views[v].name);
+            EXPECT_SCREEN(&s, want);
+            snprintf(want, sizeof want, "paused at %s", heads[h].at);
+            stable_screen(&s, want, trace, screen, sizeof screen);
+            snprintf(name, sizeof name, "tmux_lab30_%s_at_%.4s", views[v].name, heads[h].at);
+            snapshot(name, screen);
+        }
+    }
+    tmux(&s, "send-keys -t v 2 g 1 . 5 m s Enter");
     EXPECT_SCREEN(&s, "at 1.50 ms: stage 0 runs F2.0; stage 1 runs F1.0; stage 2 runs F0.0; stage 3 idle (bubble).");
     tmux(&s, "send-keys -t v t");
     EXPECT_SCREEN(&s, "one op per tick");
