@@ -34,10 +34,14 @@ static int same_op(const rl_trace_event *a, const rl_trace_event *b)
            a->tags[RL_TAG_CHUNK] == b->tags[RL_TAG_CHUNK];
 }
 
-static rl_style phase_style(char phase)
+/* An op's cell colours: its phase's; an odd chunk (interleaved) in a second hue, underlined,
+ * so chunk 0 and chunk 1 of a stage are told apart even where the cell is too narrow for F3.1. */
+static rl_style phase_style(char phase, int chunk)
 {
-    int col = phase == 'F' ? RL_COLOR_CYAN : phase == 'B' ? RL_COLOR_GREEN : RL_COLOR_MAGENTA;
-    return RL_STYLE(RL_COLOR_BLACK, col, 0);
+    int odd = chunk > 0 && chunk % 2;
+    int col = phase == 'F' ? (odd ? RL_COLOR_BLUE : RL_COLOR_CYAN)
+            : phase == 'B' ? (odd ? RL_COLOR_YELLOW : RL_COLOR_GREEN) : (odd ? RL_COLOR_RED : RL_COLOR_MAGENTA);
+    return RL_STYLE(odd && phase != 'B' ? RL_COLOR_WHITE : RL_COLOR_BLACK, col, odd ? RL_ATTR_UNDERLINE : 0);
 }
 
 static rl_glyph phase_fill(char phase)
@@ -252,7 +256,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
             x1 = x0 + 1;
         if (x1 > plot_w)
             x1 = plot_w;
-        rl_style st = phase_style(e->phase);
+        rl_style st = phase_style(e->phase, e->tags[RL_TAG_CHUNK]);
         rl_canvas_fill(c, plot_x + x0, ygrid + k, x1 - x0, 1, phase_fill(e->phase), st);
         char lab[32];
         int mbt = e->tags[RL_TAG_MICROBATCH], ch = e->tags[RL_TAG_CHUNK];
@@ -264,7 +268,7 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
             snprintf(lab, sizeof lab, "%c", e->phase);
         if ((int)strlen(lab) > x1 - x0)
             lab[x1 - x0 > 1 && strchr(lab, '.') && strchr(lab, '.') - lab <= x1 - x0 ? strchr(lab, '.') - lab : 1] = 0;
-        st.attr = RL_ATTR_BOLD;
+        st.attr |= RL_ATTR_BOLD;
         rl_canvas_text(c, plot_x + x0, ygrid + k, x1 - x0, st, lab);
     }
     free(idx);
@@ -300,14 +304,15 @@ void rl_tui_view_pipeline(rl_canvas *c, int y0, int y1, const rl_tui_model *m, r
     static const char phases[] = { 'F', 'B', 'W' };
     static const char *const names[] = { "forward", "backward", "weight grad" };
     for (int k = 0; k < 3; k++) {
-        rl_style st = phase_style(phases[k]);
+        rl_style st = phase_style(phases[k], 0);
         rl_canvas_printf(c, x, y, 3, st, "%c0", phases[k]);
         rl_canvas_put(c, x + 2, y, phase_fill(phases[k]), st);
         x += 4 + rl_canvas_text(c, x + 4, y, -1, RL_STYLE_PLAIN, names[k]) + 2;
     }
     rl_canvas_put(c, x, y, RL_G_LIGHT, RL_TUI_DIM);
     x += 2 + rl_canvas_text(c, x + 2, y, -1, RL_STYLE_PLAIN, "bubble") + 2;
-    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM, v > 1 ? "│ F3.1 = micro-batch 3, chunk 1" : "│ number = micro-batch");
+    rl_canvas_text(c, x, y, c->w - x - 1, RL_TUI_DIM,
+                   v > 1 ? "│ F3.1 = micro-batch 3, chunk 1 (underlined)" : "│ number = micro-batch");
     rl_tui_draw_narration(c, y + 1, y1 - y - 1, m, s);
 done:
     free(sel);

@@ -506,6 +506,45 @@ START_TEST(test_pipeline_merges_sub_ops)
 }
 END_TEST
 
+/* Interleaved: chunk 1's cells differ from chunk 0's in colour and are underlined, so the two
+ * chunks of a stage are told apart even where a cell is too narrow for its F3.1 label. */
+START_TEST(test_pipeline_chunks_told_apart)
+{
+    rl_trace *t = rl_trace_new(2);
+    for (int i = 0; i < 8; i++) { /* stage 0 and 1, micro-batches 0..1, chunks 0..1 */
+        rl_trace_event e = mk(i % 2, 0, RL_CAT_COMPUTE, "stage_forward", 100.0 * (i / 2), 100);
+        e.phase = 'F';
+        e.tags[RL_TAG_STAGE] = i % 2;
+        e.tags[RL_TAG_MICROBATCH] = (i / 2) % 2;
+        e.tags[RL_TAG_CHUNK] = i / 4;
+        e.tags[RL_TAG_STEP] = 0;
+        rl_trace_add(t, &e);
+    }
+    rl_tui_model *m = rl_tui_model_new(t);
+    rl_canvas *c = rl_canvas_new(100, 14);
+    rl_tui_state s;
+    rl_tui_state_init(&s);
+    s.view = RL_VIEW_PIPELINE;
+    rl_tui_draw(c, m, &s);
+    char *txt = rl_canvas_to_text(c, 0);
+    ck_assert_has(txt, "F0.1");
+    ck_assert_has(txt, "chunk 1 (underlined)");
+    const char *row = strstr(txt, " stage 0 r0"), *f00 = strstr(row, "F0.0"), *f01 = strstr(row, "F0.1");
+    ck_assert_msg(row && f00 && f01, "no cells of stage 0:\n%s", txt);
+    int y = 0;
+    for (const char *q = txt; q < row; q++)
+        y += *q == '\n';
+    const rl_cell *a = rl_canvas_cell(c, (int)(f00 - row), y), *b = rl_canvas_cell(c, (int)(f01 - row), y);
+    ck_assert_msg(a->style.bg != b->style.bg && (b->style.attr & RL_ATTR_UNDERLINE) && !(a->style.attr & RL_ATTR_UNDERLINE),
+                  "chunk 0 (bg %d attr %d) and chunk 1 (bg %d attr %d) look the same", a->style.bg, a->style.attr,
+                  b->style.bg, b->style.attr);
+    free(txt);
+    rl_canvas_free(c);
+    rl_tui_model_free(m);
+    rl_trace_free(t);
+}
+END_TEST
+
 START_TEST(test_shapes_snapshot)
 {
     rl_trace *t = shapes_trace();
@@ -1655,6 +1694,7 @@ Suite *tui_suite(void)
     tcase_add_test(tc, test_timeline_phase_band);
     tcase_add_test(tc, test_pipeline_snapshot);
     tcase_add_test(tc, test_pipeline_merges_sub_ops);
+    tcase_add_test(tc, test_pipeline_chunks_told_apart);
     tcase_add_test(tc, test_shapes_snapshot);
     tcase_add_test(tc, test_memory_snapshot);
     tcase_add_test(tc, test_memory_account_and_transient);
