@@ -1682,6 +1682,42 @@ START_TEST(test_tmux_live)
 }
 END_TEST
 
+/* A lab 28 run (the solution's driver) paused live for three times its --timeout: the watchdog's
+ * clock stands still, and after space the run trains to its end and exits 0. */
+START_TEST(test_tmux_live_lab28_paused)
+{
+    if (rl_test_quick())
+        return; /* the labs' drivers are built by the normal build only */
+    ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
+    char rcfile[128], cwd[512];
+    static char screen[1 << 16];
+    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live28_%d.rc", (int)getpid());
+    remove(rcfile);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    tmux_session s;
+    snprintf(s.sock, sizeof s.sock, "rltuilive28_%d_%ld", (int)getpid(), (long)time(NULL));
+    int rc = tmux(&s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && build/solutions/28_ddp/run --tui --steps 40 "
+                      "--timeout 0.5; echo rc=\\$? > '%s'\"", cwd, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+    EXPECT_SCREEN(&s, "LIVE running");
+    tmux(&s, "send-keys -t v Space");
+    EXPECT_SCREEN(&s, "LIVE paused");
+    struct timespec pause = { 1, 500000000L };
+    nanosleep(&pause, NULL);
+    EXPECT_SCREEN(&s, "LIVE paused");
+    tmux(&s, "send-keys -t v Space");
+    int finished = 0;
+    for (int i = 0; i < 12 && !finished; i++) /* (40 steps: up to a minute on a busy machine) */
+        finished = wait_for(&s, "LIVE run finished", screen, sizeof screen);
+    ck_assert_msg(finished, "the run did not finish after it was resumed:\n%s", screen);
+    tmux(&s, "send-keys -t v q");
+    int done = wait_rc_file(rcfile, "lab 28 run");
+    tmux(&s, "kill-server");
+    remove(rcfile);
+    ck_assert_msg(done, "the lab 28 run did not exit after q");
+}
+END_TEST
+
 Suite *tui_suite(void)
 {
     Suite *s = suite_create("tui");
@@ -1716,6 +1752,7 @@ Suite *tui_suite(void)
     tcase_add_test(io, test_tmux_smoke);
     tcase_add_test(io, test_comm_roles);
     tcase_add_test(io, test_tmux_live);
+    tcase_add_test(io, test_tmux_live_lab28_paused);
     tcase_add_test(io, test_narration_on_lab_traces);
     tcase_add_test(io, test_tmux_playback);
     tcase_add_test(io, test_tmux_colours);
