@@ -2357,7 +2357,20 @@ START_TEST(t_pp_validate)
 }
 END_TEST
 
-/* The first stage whose list differs from the runtime's, as text; 0 when all match. */
+/* "F3" or, with chunks, "F3.1". */
+static const char *op_text(const rl_pp_schedule *s, const rl_pp_op *o, char *buf, size_t size)
+{
+    if (s->v > 1)
+        snprintf(buf, size, "%c%d.%d", o->kind, o->mb, o->chunk);
+    else
+        snprintf(buf, size, "%c%d", o->kind, o->mb);
+    return buf;
+}
+
+/* The first stage whose list differs from the runtime's, as text; 0 when all match. It names the
+ * first op that differs and the op the contract puts there, with the learner's list up to it —
+ * not the expected list, nor the rule as a formula (the contract states it in words); in exam
+ * mode only where it differs. */
 static int pp_diff(const rl_pp_schedule *s, const rl_pp_schedule *e, const pp_case *c, rl_grade_text *out)
 {
     char cb[96];
@@ -2368,23 +2381,29 @@ static int pp_diff(const rl_pp_schedule *s, const rl_pp_schedule *e, const pp_ca
             i++;
         if (i == s->nops[r] && i == e->nops[r])
             continue;
-        char *got = malloc(16 * (size_t)s->nops[r] + 16), *want = malloc(16 * (size_t)e->nops[r] + 16);
-        rl_pp_stage_string(s, r, got, 16 * (size_t)s->nops[r] + 16);
-        rl_pp_stage_string(e, r, want, 16 * (size_t)e->nops[r] + 16);
-        const char *rule = c->kind == RL_PP_GPIPE ? "GPipe: F0 .. F(m-1), then B0 .. B(m-1)"
-                           : c->kind == RL_PP_1F1B ? "1F1B: min(p-r-1, m) warm-up forwards on stage r, then one F one "
-                                                     "B, then the remaining B"
-                                                   : "Megatron's interleaved order: min((p-r-1)*2 + (v-1)*p, m*v) "
-                                                     "warm-up forwards, then one F one B, then the remaining B";
-        rl_grade_text_add(out, "\n  - %s, stage %d differs at op %d:\n      yours:    %s\n      expected: %s\n    (%s)",
-               pp_case_text(c, cb, sizeof cb), r, i, got, want, rule);
+        size_t n = 16 * (size_t)s->nops[r] + 16;
+        char *got = malloc(n), yours[24] = "(nothing)", want[24] = "(nothing)";
+        rl_pp_stage_string(s, r, got, n);
+        char *cut = got; /* the learner's list up to and with the op that differs */
+        for (int k = 0; k <= i && cut; k++)
+            cut = strchr(cut + (k > 0), ' ');
+        if (cut)
+            *cut = 0;
+        if (i < s->nops[r])
+            op_text(s, &s->ops[r][i], yours, sizeof yours);
+        if (i < e->nops[r])
+            op_text(e, &e->ops[r][i], want, sizeof want);
+        if (rl_grade_exam())
+            rl_grade_text_add(out, "\n  - %s, stage %d: the list's order differs from the contract's", pp_case_text(c, cb,
+                              sizeof cb), r);
+        else
+            rl_grade_text_add(out, "\n  - %s, stage %d differs at op %d: yours is %s, the contract's order puts %s there "
+                              "(your list up to it: %s)", pp_case_text(c, cb, sizeof cb), r, i, yours, want, got);
         free(got);
-        free(want);
         return 1;
     }
     return 0;
 }
-
 
 START_TEST(t_pp_order)
 {
@@ -2774,16 +2793,6 @@ static const char *const pk_name[3] = { "act_comm", "grad_comm", "another commun
 static int pp_comm_kind(const mp_stats *st, const char *comm)
 {
     return !strcmp(comm, st->pp_comm[0]) ? PK_ACT : !strcmp(comm, st->pp_comm[1]) ? PK_GRAD : PK_OTHER;
-}
-
-/* "F3" or, with chunks, "F3.1". */
-static const char *op_text(const rl_pp_schedule *s, const rl_pp_op *o, char *buf, size_t size)
-{
-    if (s->v > 1)
-        snprintf(buf, size, "%c%d.%d", o->kind, o->mb, o->chunk);
-    else
-        snprintf(buf, size, "%c%d", o->kind, o->mb);
-    return buf;
 }
 
 /* The op of `stage` whose output goes to `peer` (sending) or whose input comes from `peer`

@@ -164,9 +164,9 @@ int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl
  * so each op's output is in flight together with the next op's receive, in ONE
  * rl_group_start/rl_group_end (Megatron's send_forward_recv_backward ...); interleaved
  * schedules (s->v > 1) also post the next op's receive when it is of the other kind (F vs B),
- * on a stage whose list mixes F and B (a stage that runs all its F before its first B — m = p —
- * has no steady phase: its first B's gradient needs its last F's output first, so it is
- * received with that B). Its p2p buffers are charged to RL_MEM_COMM and freed before it
+ * on a stage whose list mixes F and B (a stage whose warm-up covers all its m·v forwards has
+ * no steady phase: its first B's gradient needs its last F's output first, so it is received
+ * with that B). Its p2p buffers are charged to RL_MEM_COMM and freed before it
  * returns. */
 int pp_execute(pp_stage *st, const rl_pp_schedule *s);
 
