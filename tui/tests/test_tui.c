@@ -1645,40 +1645,61 @@ START_TEST(test_tmux_colours)
 }
 END_TEST
 
-/* The live TUI on a small DDP demo run: the timeline grows, stays open at the end, q quits. */
+/* Starts `cd CWD && command` in a new tmux session (110 x 30, its socket named after tag), the
+ * command's exit status going to rcfile (a name of size n made here). */
+static void start_live(tmux_session *s, const char *tag, const char *command, char *rcfile, size_t n)
+{
+    char cwd[512];
+    snprintf(rcfile, n, "/tmp/rl_tui_%s_%d.rc", tag, (int)getpid());
+    remove(rcfile);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(s->sock, sizeof s->sock, "%s_%d_%ld", tag, (int)getpid(), (long)time(NULL));
+    int rc = tmux(s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && %s; echo rc=\\$? > '%s'\"", cwd, command, rcfile);
+    ck_assert_msg(rc == 0, "could not start tmux");
+}
+
+/* Pauses a live run (space) for 1.5 s, three times the tests' --timeout 0.5: it stays paused,
+ * no hang is reported; then resumes it. */
+static void pause_past_timeout(const tmux_session *s, char *screen, size_t n)
+{
+    tmux(s, "send-keys -t v Space");
+    ck_assert_msg(wait_for(s, "LIVE paused", screen, n), "space did not pause the run:\n%s", screen);
+    struct timespec pause = { 1, 500000000L };
+    nanosleep(&pause, NULL);
+    ck_assert_msg(wait_for(s, "LIVE paused", screen, n), "the paused run did not stay paused:\n%s", screen);
+    tmux(s, "send-keys -t v Space");
+}
+
+/* Presses q in a live run's session, checks the program exits 0, and removes the session. */
+static void quit_live(const tmux_session *s, const char *rcfile, const char *who)
+{
+    tmux(s, "send-keys -t v q");
+    int done = wait_rc_file(rcfile, who);
+    tmux(s, "kill-server");
+    remove(rcfile);
+    ck_assert_msg(done, "%s did not exit after q", who);
+}
+
+/* The live TUI on a small DDP demo run: the timeline grows, a pause longer than --timeout stops
+ * the watchdog's clock too, the view stays open at the end, q quits. */
 START_TEST(test_tmux_live)
 {
     ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
-    char rcfile[128], cwd[512];
+    char rcfile[128], command[512];
     static char screen[1 << 16];
-    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live_%d.rc", (int)getpid());
-    remove(rcfile);
-    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     const char *build = rl_test_build();
+    snprintf(command, sizeof command, "%s%s/ringlab view --demo --tui --ranks 3 --steps 4 --delay-ms 150 --timeout 0.5",
+             build[0] == '/' ? "" : "./", build);
     tmux_session s;
-    snprintf(s.sock, sizeof s.sock, "rltuilive_%d_%ld", (int)getpid(), (long)time(NULL));
-    int rc = tmux(&s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && %s%s/ringlab view --demo --tui --ranks 3 --steps 4 "
-                      "--delay-ms 150 --timeout 0.5; echo rc=\\$? > '%s'\"", cwd, build[0] == '/' ? "" : "./", build,
-                  rcfile);
-    ck_assert_msg(rc == 0, "could not start tmux");
+    start_live(&s, "rltuilive", command, rcfile, sizeof rcfile);
     EXPECT_SCREEN(&s, "LIVE running");
     EXPECT_SCREEN(&s, " r2 comm");
-    /* paused for three times the watchdog's limit: no hang reported, the run then finishes */
-    tmux(&s, "send-keys -t v Space");
-    EXPECT_SCREEN(&s, "LIVE paused");
-    struct timespec pause = { 1, 500000000L };
-    nanosleep(&pause, NULL);
-    EXPECT_SCREEN(&s, "LIVE paused");
-    tmux(&s, "send-keys -t v Space");
+    pause_past_timeout(&s, screen, sizeof screen);
     EXPECT_SCREEN(&s, "LIVE run finished: press q to quit");
     EXPECT_SCREEN(&s, "comm hidden:");
     tmux(&s, "send-keys -t v 5");
     EXPECT_SCREEN(&s, "[5 mesh]");
-    tmux(&s, "send-keys -t v q");
-    int done = wait_rc_file(rcfile, "live demo");
-    tmux(&s, "kill-server");
-    remove(rcfile);
-    ck_assert_msg(done, "the live view did not exit after q");
+    quit_live(&s, rcfile, "the live demo");
 }
 END_TEST
 
@@ -1689,32 +1710,17 @@ START_TEST(test_tmux_live_lab28_paused)
     if (rl_test_quick())
         return; /* the labs' drivers are built by the normal build only */
     ck_assert_msg(have_tmux(), "tmux is not installed (make deps installs it)");
-    char rcfile[128], cwd[512];
+    char rcfile[128];
     static char screen[1 << 16];
-    snprintf(rcfile, sizeof rcfile, "/tmp/rl_tui_live28_%d.rc", (int)getpid());
-    remove(rcfile);
-    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     tmux_session s;
-    snprintf(s.sock, sizeof s.sock, "rltuilive28_%d_%ld", (int)getpid(), (long)time(NULL));
-    int rc = tmux(&s, "new-session -d -s v -x 110 -y 30 \"cd '%s' && build/solutions/28_ddp/run --tui --steps 40 "
-                      "--timeout 0.5; echo rc=\\$? > '%s'\"", cwd, rcfile);
-    ck_assert_msg(rc == 0, "could not start tmux");
+    start_live(&s, "rltuilive28", "build/solutions/28_ddp/run --tui --steps 40 --timeout 0.5", rcfile, sizeof rcfile);
     EXPECT_SCREEN(&s, "LIVE running");
-    tmux(&s, "send-keys -t v Space");
-    EXPECT_SCREEN(&s, "LIVE paused");
-    struct timespec pause = { 1, 500000000L };
-    nanosleep(&pause, NULL);
-    EXPECT_SCREEN(&s, "LIVE paused");
-    tmux(&s, "send-keys -t v Space");
+    pause_past_timeout(&s, screen, sizeof screen);
     int finished = 0;
     for (int i = 0; i < 12 && !finished; i++) /* (40 steps: up to a minute on a busy machine) */
         finished = wait_for(&s, "LIVE run finished", screen, sizeof screen);
     ck_assert_msg(finished, "the run did not finish after it was resumed:\n%s", screen);
-    tmux(&s, "send-keys -t v q");
-    int done = wait_rc_file(rcfile, "lab 28 run");
-    tmux(&s, "kill-server");
-    remove(rcfile);
-    ck_assert_msg(done, "the lab 28 run did not exit after q");
+    quit_live(&s, rcfile, "the lab 28 run");
 }
 END_TEST
 
