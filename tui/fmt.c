@@ -168,18 +168,20 @@ void rl_tui_draw_axis(rl_canvas *c, int x0, int y, int w, double t0, double t1)
         relative = !strcmp(buf, prev);
         memcpy(prev, buf, sizeof prev);
     }
+    double base = NAN; /* (the first tick drawn, in relative labels) */
     for (double t = first; t < t1; t += step) {
         int x = (int)floor((t - t0) / dt);
         if (x < 0 || x >= w)
             continue;
         rl_canvas_put(c, x0 + x, y, RL_G_TICK, RL_TUI_DIM);
-        if (!relative)
+        if (!relative) {
             rl_tui_fmt_time(fabs(t) < step * 1e-6 ? 0 : t, buf, sizeof buf);
-        else if (t == first)
+        } else if (isnan(base)) {
+            base = t;
             fmt_time_to(t, step, buf, sizeof buf);
-        else {
+        } else {
             buf[0] = '+';
-            rl_tui_fmt_time(t - first, buf + 1, sizeof buf - 1);
+            rl_tui_fmt_time(t - base, buf + 1, sizeof buf - 1);
         }
         rl_canvas_text(c, x0 + x + 1, y, w - x - 1, RL_TUI_DIM, buf);
     }
