@@ -172,15 +172,14 @@ rl_pp_schedule *pp_build_schedule(rl_pp_kind kind, int p, int m, int v, char *er
 
 int pp_execute(pp_stage *st, const rl_pp_schedule *s)
 {
-    /* TODO(30.4): run this stage's list s->ops[st->rank] (s->nops[st->rank] ops), each op once,
-     * with pp_stage_forward / pp_stage_backward; inputs from and outputs to the stages
-     * rl_pp_op_peers names, activations on act_comm, gradients on grad_comm. A send completes
-     * only when the peer posts the matching receive: an op's output is in flight together with
-     * the next op's receive (one group), and interleaved stages whose list mixes F and B also
-     * receive the next op's input with it when it is of the other kind (mp.h). Every output
-     * leaves, the last one too (after the loop send what is still pending). Buffers [rows, h]
-     * (RL_MEM_COMM): one for the output, one input per kind (activations, gradients); all freed
-     * before it returns. */
+    /* TODO(30.4): the contract is README.md, step 30.4. In short: run this stage's list
+     * s->ops[st->rank] (s->nops[st->rank] ops), each op once, with pp_stage_forward /
+     * pp_stage_backward; inputs from and outputs to the stages rl_pp_op_peers names,
+     * activations on act_comm, gradients on grad_comm, every output sent exactly once. No
+     * deadlock on any schedule that validates, knowing that a send completes only when the peer
+     * posts the matching receive (README's Machine question). Buffers [rows, h] (RL_MEM_COMM):
+     * one for the output, one input per kind; all freed before it returns.
+     * Stuck: make hint LAB=30 STEP=30.4 */
     (void)s;
     return rl_error(st->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 30.4 (pipeline executor) is not implemented yet — see labs/30_tp_pp_sp_cp/README.md");

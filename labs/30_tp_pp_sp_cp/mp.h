@@ -158,16 +158,13 @@ typedef struct pp_stage {
 int pp_stage_forward(pp_stage *st, int mb, int chunk, const rl_tensor *in, rl_tensor *out);
 int pp_stage_backward(pp_stage *st, int mb, int chunk, const rl_tensor *dout, rl_tensor *din);
 
-/* Executes this stage's op list of s (one training step): before each op receive its input
- * (rl_pp_op_peers says from whom; activations on act_comm, gradients on grad_comm), run it,
- * and send its output on. A send completes only when the peer posts the matching receive,
- * so each op's output is in flight together with the next op's receive, in ONE
- * rl_group_start/rl_group_end (Megatron's send_forward_recv_backward ...); interleaved
- * schedules (s->v > 1) also post the next op's receive when it is of the other kind (F vs B),
- * on a stage whose list mixes F and B (a stage whose warm-up covers all its m·v forwards has
- * no steady phase: its first B's gradient needs its last F's output first, so it is received
- * with that B). Its p2p buffers are charged to RL_MEM_COMM and freed before it
- * returns. */
+/* Executes this stage's op list of s (one training step), each op once in its order:
+ * its input received from the stage rl_pp_op_peers names (activations on act_comm, gradients
+ * on grad_comm), run with pp_stage_forward / pp_stage_backward, its output sent on exactly
+ * once. It must not deadlock on any schedule that validates: a send completes only when the
+ * peer posts the matching receive, and rl_group_start/rl_group_end put several sends and
+ * receives in flight at once (README, step 30.4). Its p2p buffers — one output, one input per
+ * kind — are charged to RL_MEM_COMM and freed before it returns. */
 int pp_execute(pp_stage *st, const rl_pp_schedule *s);
 
 /* Builds a stage (given): weights W_vs from the seed (pp_weight_init), zero gradients, the
