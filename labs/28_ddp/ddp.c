@@ -54,6 +54,7 @@ int ddp_grad_ready(rl_param *p, void *arg)
      * bucket that can go has gone: its all-reduce launched asynchronously on r->comm (handle in
      * r->work[b], tagged RL_TAG_BUCKET while it is launched), the same collectives in the same
      * order on every rank. A second mark of p in one backward is refused and not counted.
+     * What you remember between calls lives in r->scratch (all 0 after each reset): design it.
      * Stuck: make hint LAB=28 STEP=28.3 */
     (void)p;
     return rl_error(r->ctx, RL_ERR_NOT_IMPLEMENTED,

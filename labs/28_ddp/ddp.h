@@ -88,11 +88,12 @@ typedef struct ddp_reducer {
     ddp_bucket_plan plan;       /* from your ddp_assign_buckets */
     rl_tensor **bucket_buf;     /* per bucket: one flat gradient buffer; every parameter's grad
                                    is a view into it (gradient_as_bucket_view: no copies) */
-    /* per backward — reset by ddp_reducer_reset (call it at the end of ddp_finalize_backward) */
-    int *pending;               /* per bucket: parameters whose gradient is not ready yet */
-    int *marked;                /* per parameter: 1 once its hook fired in this backward */
+    /* per backward */
     rl_work **work;             /* per bucket: its in-flight all-reduce, NULL until launched */
-    int next_bucket;            /* the next bucket to launch: buckets launch in bucket order */
+    int *scratch;               /* what the hook and finalize remember within a backward is yours
+                                   to design: nscratch ints, all 0 after ddp_reducer_new and
+                                   after every ddp_reducer_reset */
+    int nscratch;               /* plan.nparams + plan.nbuckets + 8 */
     /* no_sync (28.4) */
     int require_sync;           /* 1: this backward all-reduces; 0: inside no_sync, only accumulate */
 } ddp_reducer;
@@ -103,7 +104,8 @@ typedef struct ddp_reducer {
 ddp_reducer *ddp_reducer_new(rl_model *m, rl_comm *comm, double bucket_cap_mb, double first_bucket_mb);
 /* Frees the reducer and its bucket buffers (gives the model its own grads back). */
 void ddp_reducer_free(ddp_reducer *r);
-/* Resets the per-backward state: pending counts, marks, work handles, next_bucket. */
+/* Puts the per-backward state back as ddp_reducer_new left it: every work handle NULL (it does
+ * not wait for them), the scratch all 0. */
 void ddp_reducer_reset(ddp_reducer *r);
 
 /* The grad-ready hook (28.3; no_sync in 28.4): backward calls it the moment p's gradient is
@@ -112,14 +114,13 @@ void ddp_reducer_reset(ddp_reducer *r);
  * from rank to rank). On return every bucket that can be launched has been: its all-reduce
  * on r->comm with RL_ASYNC (handle in r->work[b], tagged RL_TAG_BUCKET b while launched),
  * one per bucket per backward, in bucket order on every rank. A second mark of p in one
- * backward is an error. */
+ * backward is an error, and is not counted. */
 int ddp_grad_ready(rl_param *p, void *arg);
-/* Before the optimizer step (28.3): wait for every bucket's all-reduce and average the
- * gradients (÷ the size of r->comm, the data-parallel group); then ddp_reducer_reset. Returns
- * 0 or an error; a bucket that was never launched (a parameter got no gradient) is an error
- * whose message names it — the first one, next_bucket ("bucket 2 never became ready ...").
- * On that error too it first waits for the buckets it did launch and resets the reducer, so
- * that nothing is left in flight and the next backward starts afresh. */
+/* Before the optimizer step (28.3). Returns 0 when every gradient is the mean over r->comm
+ * (the data-parallel group), or an error: a bucket never launched in this backward (a
+ * parameter got no gradient) is one whose message names the lowest such bucket ("bucket 2
+ * never became ready ..."). Either way, when it returns nothing of this backward is in flight
+ * and the reducer is as ddp_reducer_reset leaves it, ready for the next backward. */
 int ddp_finalize_backward(ddp_reducer *r);
 
 /* One DDP training step of this rank without the optimizer (28.4): accum_steps micro-steps

@@ -75,13 +75,9 @@ void ddp_reducer_reset(ddp_reducer *r)
 {
     if (!r)
         return;
-    for (int b = 0; b < r->plan.nbuckets; b++) {
-        r->pending[b] = r->plan.buckets[b].nparams;
+    for (int b = 0; b < r->plan.nbuckets; b++)
         r->work[b] = NULL;
-    }
-    for (int i = 0; i < r->plan.nparams; i++)
-        r->marked[i] = 0;
-    r->next_bucket = 0;
+    memset(r->scratch, 0, (size_t)r->nscratch * sizeof *r->scratch);
 }
 
 ddp_reducer *ddp_reducer_new(rl_model *m, rl_comm *comm, double bucket_cap_mb, double first_bucket_mb)
@@ -123,9 +119,14 @@ ddp_reducer *ddp_reducer_new(rl_model *m, rl_comm *comm, double bucket_cap_mb, d
     }
     int nb = r->plan.nbuckets;
     r->bucket_buf = calloc((size_t)nb + 1, sizeof *r->bucket_buf);
-    r->pending = calloc((size_t)nb + 1, sizeof *r->pending);
     r->work = calloc((size_t)nb + 1, sizeof *r->work);
-    r->marked = calloc((size_t)n + 1, sizeof *r->marked);
+    r->nscratch = n + nb + 8;
+    r->scratch = calloc((size_t)r->nscratch, sizeof *r->scratch);
+    if (!r->bucket_buf || !r->work || !r->scratch) {
+        rl_error(ctx, RL_ERR_NOMEM, "ddp_reducer_new: out of memory for the reducer's tables (%d buckets)", nb);
+        ddp_reducer_free(r);
+        return NULL;
+    }
     for (int b = 0; b < nb; b++) {
         char name[32];
         snprintf(name, sizeof name, "bucket%d", b);
@@ -183,9 +184,8 @@ void ddp_reducer_free(ddp_reducer *r)
     for (int b = 0; r->bucket_buf && drained && b < r->plan.nbuckets; b++)
         rl_tensor_free(r->bucket_buf[b]);
     free(r->bucket_buf);
-    free(r->pending);
     free(r->work);
-    free(r->marked);
+    free(r->scratch);
     ddp_plan_free(&r->plan);
     free(r->descs);
     free(r);

@@ -137,23 +137,40 @@ static int launch_bucket(ddp_reducer *r, int b)
     return r->work[b] ? 0 : RL_ERR_ARG;
 }
 
+/* This backward's bookkeeping, kept in the reducer's scratch (all 0 after every reset): per
+ * parameter whether its hook fired, per bucket how many of its gradients are ready, and the
+ * next bucket to launch. */
+typedef struct books {
+    int *marked, *ready, *next;
+} books;
+
+static books books_of(ddp_reducer *r)
+{
+    int n = r->plan.nparams, nb = r->plan.nbuckets;
+    return (books){ r->scratch, r->scratch + n, r->scratch + n + nb };
+}
+
+/* 1 when every gradient of bucket b is ready. */
+static int complete(const ddp_reducer *r, books k, int b) { return k.ready[b] == r->plan.buckets[b].nparams; }
+
 int ddp_grad_ready(rl_param *p, void *arg)
 {
     ddp_reducer *r = arg;
     if (!r->require_sync)
         return 0; /* no_sync: backward only accumulates into the buckets */
+    books k = books_of(r);
     int i = p->index;
-    if (r->marked[i])
+    if (k.marked[i])
         return rl_error(r->ctx, RL_ERR_ARG, "DDP: parameter %s was marked ready twice in one backward", p->name);
-    r->marked[i] = 1;
+    k.marked[i] = 1;
     int b = r->plan.bucket_of[i];
-    r->pending[b]--;
+    k.ready[b]++;
     /* buckets launch in order: a complete bucket waits for every earlier one to launch */
-    while (r->next_bucket < r->plan.nbuckets && r->pending[r->next_bucket] == 0) {
-        int rc = launch_bucket(r, r->next_bucket);
+    while (*k.next < r->plan.nbuckets && complete(r, k, *k.next)) {
+        int rc = launch_bucket(r, *k.next);
         if (rc)
             return rc;
-        r->next_bucket++;
+        ++*k.next;
     }
     return 0;
 }
@@ -162,13 +179,14 @@ int ddp_finalize_backward(ddp_reducer *r)
 {
     if (!r->require_sync)
         return 0;
-    if (r->next_bucket < r->plan.nbuckets) {
-        int b = r->next_bucket;
+    books k = books_of(r);
+    if (*k.next < r->plan.nbuckets) {
+        int b = *k.next;
         int err = rl_error(r->ctx, RL_ERR_ARG, "DDP: bucket %d never became ready (%d of its %d parameters got no "
-                           "gradient); every parameter must take part in the loss", b, r->pending[b],
-                           r->plan.buckets[b].nparams);
-        for (int k = 0; k < b; k++) /* the buckets launched before it finish before the reset */
-            rl_wait(r->work[k]);
+                           "gradient); every parameter must take part in the loss", b,
+                           r->plan.buckets[b].nparams - k.ready[b], r->plan.buckets[b].nparams);
+        for (int j = 0; j < b; j++) /* the buckets launched before it finish before the reset */
+            rl_wait(r->work[j]);
         ddp_reducer_reset(r);
         return err;
     }

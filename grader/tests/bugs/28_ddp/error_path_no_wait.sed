@@ -2,4 +2,4 @@
 # buckets it launched: their all-reduces still run into the bucket buffers after it returned.
 # step: 28.3
 # caught-by: after that error: launched buckets waited for, reducer reset
-/^        for (int k = 0; k < b; k++) \/\* the buckets launched before it finish before the reset \*\/$/,+1d
+/^        for (int j = 0; j < b; j++) \/\* the buckets launched before it finish before the reset \*\/$/,+1d

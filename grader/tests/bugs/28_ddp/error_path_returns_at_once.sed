@@ -3,4 +3,4 @@
 # backward fails with "marked ready twice".
 # step: 28.3
 # caught-by: after that error: launched buckets waited for, reducer reset
-/^        for (int k = 0; k < b; k++) \/\* the buckets launched before it finish before the reset \*\/$/,/^        ddp_reducer_reset(r);$/d
+/^        for (int j = 0; j < b; j++) \/\* the buckets launched before it finish before the reset \*\/$/,/^        ddp_reducer_reset(r);$/d

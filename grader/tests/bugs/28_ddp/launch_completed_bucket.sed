@@ -4,5 +4,5 @@
 # become ready in another order (branches, reused modules), differently on each rank.
 # step: 28.3
 # caught-by: one all-reduce per bucket, in bucket order
-s|^    while (r->next_bucket < r->plan.nbuckets && r->pending\[r->next_bucket\] == 0) {$|    if (r->pending[b] == 0) { /* this bucket is complete: launch it */|
-s|int rc = launch_bucket(r, r->next_bucket);|int rc = launch_bucket(r, b);|
+s|^    while (\*k.next < r->plan.nbuckets && complete(r, k, \*k.next)) {$|    if (complete(r, k, b)) { /* this bucket is complete: launch it */|
+s|int rc = launch_bucket(r, \*k.next);|int rc = launch_bucket(r, b);|

@@ -4,4 +4,4 @@
 # never launched and finalize reports a bucket that never became ready.
 # step: 28.3
 # caught-by: one all-reduce per bucket, in bucket order
-s|^    while (r->next_bucket < r->plan.nbuckets && r->pending\[r->next_bucket\] == 0) {$|    if (r->next_bucket < r->plan.nbuckets \&\& r->pending[r->next_bucket] == 0) {|
+s|^    while (\*k.next < r->plan.nbuckets && complete(r, k, \*k.next)) {$|    if (*k.next < r->plan.nbuckets \&\& complete(r, k, *k.next)) {|

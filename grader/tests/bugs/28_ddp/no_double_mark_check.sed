@@ -2,4 +2,4 @@
 # second mark counts its bucket down again.
 # step: 28.3
 # caught-by: a parameter marked ready twice is refused
-/^    if (r->marked\[i\])$/,+1d
+/^    if (k.marked\[i\])$/,+1d

@@ -3,5 +3,5 @@
 # gradient) passes silently with stale gradients in the never-ready bucket.
 # step: 28.3
 # caught-by: a bucket that never becomes ready: finalize fails and names it
-/^    if (r->next_bucket < r->plan.nbuckets) {$/,/^    }$/d
-s|int st = rl_wait(r->work\[b\]);|int st = r->work[b] ? rl_wait(r->work[b]) : 0;|
+/^    if (\*k.next < r->plan.nbuckets) {$/,/^    }$/d
+s|int st = rl_wait(r->work\[b\]);|int st = r->work[b] ? rl_wait(r->work[b]) : 0;\n        (void)k;|
