@@ -13,13 +13,16 @@
 #include "testutil.h"
 
 /* Each lab's own recipe text (besides recipe_bits below): its formulas and call sequences. */
-static const char *const recipes28[] = { NULL };
+static const char *const recipes28[] = {
+    "int *pending;", "int *marked;", "int next_bucket;", "then ddp_reducer_reset", NULL,
+};
 static const char *const recipes30[] = {
     "min(p−r−1, m)", "(p−r−1)·2 + (v−1)·p", "(k / (p·v))·p + k mod p", "chunk (k / p) mod v", "v−1 − (k / p) mod v",
     "(p−1)/(m+p−1)", "(p−1)/(v·m+p−1)", "rl_pp_op_peers(s, rank, op, &from, &to)", "from >= 0 ? in : NULL",
     "rl_all_reduce(m->tp", "rl_all_gather(m->tp", "rl_reduce_scatter(m->tp", "copy_block(m->w1",
     "rl_attention_forward(ctx, q, k, v, local_heads", "(b·nh + head)·sq + i", "(b·sq + i)·nh·hd",
-    "log(1 + exp(lse_b − lse))", "mx + log(exp(", "(r − step) mod cp", "rank·seq/cp + i", NULL,
+    "log(1 + exp(lse_b − lse))", "mx + log(exp(", "(r − step) mod cp", "rank·seq/cp + i", "look-ahead",
+    "next op's receive", "send what is still pending", "in ONE", NULL,
 };
 static const char *const recipes29[] = {
     "K = k > 0 ? k", "optim /= n", "n % group", "e->rank*U->shard", "e->step++", "RL_SUM, 0)", "1.0f / e->n",
@@ -37,14 +40,14 @@ static const char *const recipes31[] = {
 
 /* The labs whose steps are contracts with a hint ladder, their steps and their own recipe text. */
 static const struct {
-    const char *dir, *file;
+    const char *dir, *file, *header;
     const char *steps[8];
     const char *const *recipes;
 } ladders[] = {
-    { "labs/28_ddp", "ddp.c", { "28.1", "28.2", "28.3", "28.4", "28.5" }, recipes28 },
-    { "labs/30_tp_pp_sp_cp", "mp.c", { "30.1", "30.2", "30.3", "30.4", "30.5" }, recipes30 },
-    { "labs/29_zero_fsdp", "zero.c", { "29.1", "29.2", "29.3", "29.4", "29.5" }, recipes29 },
-    { "labs/31_3d_moe_debug", "lab31.c", { "31.1", "31.2", "31.3", "31.4", "31.5" }, recipes31 },
+    { "labs/28_ddp", "ddp.c", "ddp.h", { "28.1", "28.2", "28.3", "28.4", "28.5" }, recipes28 },
+    { "labs/30_tp_pp_sp_cp", "mp.c", "mp.h", { "30.1", "30.2", "30.3", "30.4", "30.5" }, recipes30 },
+    { "labs/29_zero_fsdp", "zero.c", "zero.h", { "29.1", "29.2", "29.3", "29.4", "29.5" }, recipes29 },
+    { "labs/31_3d_moe_debug", "lab31.c", "lab31.h", { "31.1", "31.2", "31.3", "31.4", "31.5" }, recipes31 },
 };
 #define NLADDERS ((int)(sizeof ladders / sizeof ladders[0]))
 
@@ -72,7 +75,8 @@ START_TEST(test_every_step_has_four_rungs)
 END_TEST
 
 /* Text a recipe is made of: index formulas, call sequences, the α-β formulas. None may stand in
- * a handout's steps or a skeleton's TODOs (the hint ladder's last rungs hold them). */
+ * a handout's steps, a skeleton's TODOs or the lab header's contracts (the hint ladder's last
+ * rungs hold them). */
 static const char *const recipe_bits[] = {
     "mod n", "(r−s", "(r-s", "(r+1", "(r−1", "(r-1", "% n", "r+1−s", "next_bucket++", "pending[",
     "2(n−1)·α", "2(n-1)*alpha", "log2(n)·α", "2·log₂n·α", "rl_group_start(ctx)", "for k = 0", "(k == K",
@@ -83,8 +87,8 @@ START_TEST(test_contracts_not_recipes)
 {
     char path[256];
     long len;
-    const char *files[] = { "README.md", ladders[_i].file };
-    for (int f = 0; f < 2; f++) {
+    const char *files[] = { "README.md", ladders[_i].file, ladders[_i].header };
+    for (int f = 0; f < 3; f++) {
         snprintf(path, sizeof path, "%s/%s", ladders[_i].dir, files[f]);
         char *text = rl_test_slurp(path, &len);
         ck_assert_msg(text, "cannot read %s", path);

@@ -75,7 +75,7 @@ typedef struct zero_config {
  *
  * Layout. The unit's parameters, in registration order, form a flat vector of `numel`
  * elements, padded with zeros to `padded` = a multiple of the shard group size n. Rank r of
- * the shard group owns elements [r·shard, (r+1)·shard) of it (shard = padded / n): its
+ * the shard group owns elements [r·shard, r·shard + shard) of it (shard = padded / n): its
  * piece. Parameter i starts at element e->offset_in_unit[i] of its unit.
  *  - stages 1 and 2 keep every unit's full parameters in e->flat_param (the unit at element
  *    flat_off), stage 1 also every gradient in e->flat_grad (same offsets);
