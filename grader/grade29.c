@@ -2292,9 +2292,8 @@ static void check_schedule(const case29 *c, const char *what)
                                   "%s, rank %d, step %d: in the %s callback of model unit %d two all-gathers were "
                                   "issued (unit %d's own and the prefetch of unit %d), and the compute stream waited "
                                   "until the second of them ended (%.2f us; the first ended at %.2f us): the unit "
-                                  "needed now queued behind the prefetch, or the prefetch was waited for too. Issue "
-                                  "the current unit's gather first and wait for it alone; the prefetch of the unit "
-                                  "needed next goes after it (zero.h: \"the current unit's gather first\")", what, r,
+                                  "needed now waited for the prefetch (zero.h: \"A unit's compute never waits for a "
+                                  "prefetch\")", what, r,
                                   s, cb_names[w[i].kind], w[i].mu, w[i].unit, w[i + 1].unit, ag[i + 1].ve * 1e6,
                                   ag[i].ve * 1e6);
                 }

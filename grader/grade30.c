@@ -2900,7 +2900,7 @@ static int pp_recv_op_of(const rl_pp_schedule *s, const pp_where *w, int r, cons
 
 /* After a deadlock: where each stage stood and the advice that matches what went wrong,
  * read from the trace (what completed) and the watchdog's flight dump (what was in flight). */
-static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res *res, rl_grade_text *out)
+static void pp_deadlock(const rl_pp_schedule *s, const pp_res *res, rl_grade_text *out)
 {
     pp_where *w = calloc(1, sizeof *w);
     if (!w || !s || !pp_where_read(s, res, w)) {
@@ -2970,11 +2970,10 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             rl_grade_text_add(out, "\n    Stage %d waits for the output of stage %d's %s, which stage %d computed but never sent: ",
                    r, q, op_text(s, &s->ops[q][j], o1, sizeof o1), q);
             if (!w->nfly[q] && w->ran[q] >= s->nops[q])
-                rl_grade_text_add(out, "stage %d finished its list with that send still pending — the TODO: 'after the loop send "
-                       "what is still pending'.", q);
+                rl_grade_text_add(out, "stage %d finished its list without sending it (README 30.4: \"Every output is sent "
+                       "exactly once, the last one included\").", q);
             else
-                rl_grade_text_add(out, "each op's output becomes the pending send, posted in the group of the next op's receive "
-                       "(or after the loop).");
+                rl_grade_text_add(out, "stage %d went on to later calls with that output unsent.", q);
             free(w);
             return;
         }
@@ -2987,16 +2986,10 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
                 continue;
             rl_grade_text_add(out, "\n    Stage %d posted the receive of %s's input before running %s: ", r,
                    op_text(s, &s->ops[r][j], o1, sizeof o1), op_text(s, &s->ops[r][cur], o2, sizeof o2));
-            if (s->v == 1)
-                rl_grade_text_add(out, "GPipe and 1F1B receive an op's input with that op only (the look-ahead receive is for "
-                       "interleaved schedules: mp.h 'interleaved schedules (s->v > 1) also post the next op's "
-                       "receive'), and that input needs this stage's pending output first.");
-            else if (!pp_mixed(s, r))
-                rl_grade_text_add(out, "this stage runs all its F before its first B (no steady phase), so its first B's "
-                       "gradient needs its last F's output first — mp.h: 'a stage that runs all its F before its "
-                       "first B — m = p — has no steady phase ... so it is received with that B'.");
-            else
-                rl_grade_text_add(out, "the look-ahead receives the NEXT op's input only (when it is of the other kind).");
+            rl_grade_text_add(out, "its peer sends that input only after it has received this stage's output of %s or of "
+                   "an op before it, and the group holding the receive does not complete first — so each of the two "
+                   "stages waits for the other (README 30.4, Machine).",
+                   op_text(s, &s->ops[r][cur], o2, sizeof o2));
             free(w);
             return;
         }
@@ -3020,9 +3013,9 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
         rl_grade_text what = { 0 };
         pp_call_text(s, w, r, &w->fly[r][0], &what);
         rl_grade_text_add(out, "\n    Stage %d is blocked in %s with no receive in flight, although its next op %s needs its "
-               "input from stage %d: the send was issued %s, and a send completes only when the peer receives — the "
-               "pending send and the next op's receive go in ONE rl_group_start/rl_group_end (Megatron's "
-               "send_forward_recv_backward ...), so that neither waits for the other.", r, rl_grade_text_str(&what),
+               "input from stage %d: the send was issued %s, and a send completes only when the peer posts the "
+               "matching receive — which the peer has not, being itself blocked (README 30.4, Machine).", r,
+               rl_grade_text_str(&what),
                op_text(s, &s->ops[r][cur], o1, sizeof o1), from,
                grouped ? "in a group of its own, before the receive" : "outside any group, before the receive");
         rl_grade_text_free(&what);
@@ -3040,17 +3033,14 @@ static void pp_deadlock(const pp_case *c, const rl_pp_schedule *s, const pp_res 
             if (cur >= s->nops[q] || j != cur + 1 || s->ops[q][j].kind == s->ops[q][cur].kind || !pp_mixed(s, q))
                 continue;
             rl_grade_text_add(out, "\n    Stage %d waits in the group of its %s while stage %d is sending it the input of its "
-                   "next op, %s, which stage %d receives only with that op: the handout (30.4 Machine) says "
-                   "'Interleaved schedules also post the next op's receive when it is of the other kind' — without "
-                   "that look-ahead receive each of the two stages waits for the other.", q,
+                   "next op, %s, which stage %d has not posted the receive of yet: each of the two stages waits for "
+                   "the other (README 30.4, Machine).", q,
                    op_text(s, &s->ops[q][cur], o1, sizeof o1), r, op_text(s, &s->ops[q][j], o2, sizeof o2), q);
             free(w);
             return;
         }
-    rl_grade_text_add(out, "\n    Compare the order of your calls with the schedule: each op's receive goes in ONE group with the "
-           "pending send of the op before%s, and the output of the last op is sent after the loop.",
-           c->v > 1 ? " (and, on a stage that mixes F and B, the receive of the next op's input when it is of the "
-                      "other kind)" : "");
+    rl_grade_text_add(out, "\n    Compare the order of your calls with the schedule, op by op, on the stages above: which "
+           "call of each waits for which call of the other (README 30.4, Machine)?");
     free(w);
 }
 
@@ -3063,7 +3053,7 @@ static void pp_failure(const pp_case *c, const rl_pp_schedule *s, const pp_res *
         return;
     rl_grade_text_add(out, "\n  - %s: %s", pp_case_text(c, cb, sizeof cb), st->err[3]);
     if (st->run_rc[3] == RL_ERR_HANG)
-        pp_deadlock(c, s, res, out);
+        pp_deadlock(s, res, out);
 }
 
 /* After a deadlock the rest of a test's cases are not run (each would cost the watchdog's

@@ -1036,10 +1036,9 @@ static void td_explain_failure(const char *st, const td_case *c, int W, int rc, 
     if (rc == RL_ERR_HANG)
         CHECK(0, "%s: the run hung: the watchdog stopped it after %g s without progress in a %s. %s. The "
               "watchdog's verdict: %s", st, gopts(1).timeout_s, p2p ? "send or receive" : "collective",
-              p2p ? "A send or receive whose partner never made the matching call: usually the last op's output is "
-                    "still pending after the loop (README: \"flush the last send; then td_zero1_update\"), or td_p2p "
-                    "was given another op than the previous one as what to send (every op's output leaves in the "
-                    "exchange before the next op's input arrives)"
+              p2p ? "A send or receive whose partner never made the matching call: an output that never left (README "
+                    "31.2: every send and receive of a step happens before ZeRO-1 begins), or two stages each "
+                    "waiting in a call the other makes only later"
                   : "A collective that some ranks of its group never called: every rank of a TP group must run the "
                     "same ops (each block's all-reduce), every rank of a DP group ZeRO-1's reduce-scatter and "
                     "all-gather, each on its own group's communicator",

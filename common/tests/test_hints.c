@@ -14,7 +14,7 @@
 
 /* Each lab's own recipe text (besides recipe_bits below): its formulas and call sequences. */
 static const char *const recipes28[] = {
-    "int *pending;", "int *marked;", "int next_bucket;", "then ddp_reducer_reset", NULL,
+    "int *pending;", "int *marked;", "int next_bucket;", "then ddp_reducer_reset", "and 8 more", NULL,
 };
 static const char *const recipes30[] = {
     "min(p−r−1, m)", "(p−r−1)·2 + (v−1)·p", "(k / (p·v))·p + k mod p", "chunk (k / p) mod v", "v−1 − (k / p) mod v",
@@ -28,14 +28,14 @@ static const char *const recipes29[] = {
     "K = k > 0 ? k", "optim /= n", "n % group", "e->rank*U->shard", "e->step++", "RL_SUM, 0)", "1.0f / e->n",
     "--U->pending", "e->last_reduced = u", "RL_SUM, RL_ASYNC)", "U->first_unit + U->nunits - 1",
     "zero3_gather(u + 1)", "zero3_gather(u - 1)", "w / group, w % group", "w % group, w / group", "W % group",
-    "1.0f / (e->n * R)", NULL,
+    "1.0f / (e->n * R)", "the prefetch goes after it", "after u's", NULL,
 };
 static const char *const recipes31[] = {
     "r % TP", "r / TP % CP", "lay->group[d][r]", "pending = op", "td_p2p(e, e->comms.pp, pending",
     "e->dp_rank * e->shard", "rl_reduce_scatter(dp", "rl_all_gather(dp", "e->loss_sum / m", "- zmax",
     "kept[e] < C", "rl_all_to_all(ep", "rl_scatter_add_rows(ctx, back", "hi[r] < s", "v[n/2 - 1]",
     "(m + pp - 1)", "plan_group_link(hw, tp, pp)", "highest seq there is below", "NOT a rank waiting inside",
-    "records that start above", NULL,
+    "records that start above", "flush the last send", NULL,
 };
 
 /* The labs whose steps are contracts with a hint ladder, their steps and their own recipe text. */

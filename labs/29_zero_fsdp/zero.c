@@ -148,8 +148,7 @@ int zero3_pre_forward(rl_unit *mu, void *arg)
     zero_engine *e = arg;
     /* TODO(29.4): when unit u's forward begins (forward enters a unit at its first model unit),
      * u is gathered and its gather has ended; with e->cfg.forward_prefetch, the gather of the
-     * unit forward needs next has been issued too — after u's, so that u never waits behind
-     * it. */
+     * unit forward needs next has been issued too, and u's compute never waits for it. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: pre-forward gather) is not implemented yet — see labs/29_zero_fsdp/README.md, "
@@ -172,8 +171,8 @@ int zero3_pre_backward(rl_unit *mu, void *arg)
     zero_engine *e = arg;
     /* TODO(29.4): when unit u's backward begins (backward enters a unit at its last model unit),
      * u is gathered again and its gather has ended, and u has its gradient bucket (29.3); with
-     * e->cfg.backward_prefetch, the gather of the unit backward needs next has been issued too —
-     * after u's. */
+     * e->cfg.backward_prefetch, the gather of the unit backward needs next has been issued too,
+     * and u's compute never waits for it. */
     (void)mu;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.4 (ZeRO-3: pre-backward gather) is not implemented yet — see labs/29_zero_fsdp/README.md, "

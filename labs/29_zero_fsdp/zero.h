@@ -203,10 +203,10 @@ int zero3_free(zero_engine *e, int u);
  * unit and leaves it at its last, backward enters at its last and leaves at its first): gather
  * a unit before its forward and free it after; gather it again before its backward and free
  * it after; prefetch the next unit (forward u+1, backward u−1) on the comm stream when the
- * config asks (only then). Where a callback issues both, the current unit's gather first:
- * the prefetch goes after it — before or after waiting for the current unit's gather, never
- * after its compute — so that the unit needed now never queues behind the prefetch. Before a
- * unit's backward the bucket (zero_pre_backward) may be made before or after its gather. */
+ * config asks (only then), issued before the unit's compute. A unit's compute never waits
+ * for a prefetch: where a callback issues both gathers, the compute waits for its own unit's
+ * alone. Before a unit's backward the bucket (zero_pre_backward) may be made before or after
+ * its gather. */
 int zero3_pre_forward(rl_unit *mu, void *arg);
 int zero3_post_forward(rl_unit *mu, void *arg);
 int zero3_pre_backward(rl_unit *mu, void *arg);
