@@ -1590,8 +1590,8 @@ static void check_traffic(const case29 *c, const char *what)
                     if (st >= ZERO_STAGE2 && x->tag >= 1500 && x->tag < 2000)
                         ck_abort_msg("%s, rank %d, step %d: unit %d's reduce-scatter (%.0f bytes) was issued in a "
                                      "grad-ready hook call for one of its parameters while others of its gradients "
-                                     "were still to be announced (zero.h: \"when the unit is complete (its count "
-                                     "reaches 0, in this call: not at a particular parameter) launch\") — backward "
+                                     "were still to be announced (zero.h: \"the call that completes a unit (whichever "
+                                     "parameter it announces) launches\") — backward "
                                      "announces gradients in the order it makes them ready, not always in reverse "
                                      "registration order", what, r, s,
                                      x->tag - 1500, x->bytes);
@@ -1924,8 +1924,8 @@ static void check_hook(const case29 *c, const char *what)
             ck_assert_msg(early < 0,
                           "%s, rank %d, step %d: unit %d's reduce-scatter (%.0f bytes) was issued in a grad-ready "
                           "hook call for one of its parameters while others of its gradients were still to be "
-                          "announced (zero.h: \"when the unit is complete (its count reaches 0, in this call: not "
-                          "at a particular parameter) launch\"): not at its first or last registered parameter — "
+                          "announced (zero.h: \"the call that completes a unit (whichever parameter it announces) "
+                          "launches\"): not at its first or last registered parameter — "
                           "backward announces gradients in the order it makes them ready, not always in reverse "
                           "registration order", what, r, s, early, bytes);
             const step_log *S = &L->st[s];
@@ -1936,8 +1936,8 @@ static void check_hook(const case29 *c, const char *what)
                         rl_grade_text_add(&units, "%s%d", k++ ? ", " : "", u);
                 ck_abort_msg("%s, rank %d, step %d: after the grad-ready hook of parameter %d returned, %d complete "
                              "units still held their gradient buckets (units %s); expected at most one, the unit "
-                             "launched last. Each launch releases the bucket launched before it (e->last_reduced, "
-                             "whichever unit that was: zero.h \"wait for the previously launched unit's "
+                             "launched last. Each launch releases the bucket launched before it (whichever unit "
+                             "that was: zero.h \"wait for the previously launched unit's "
                              "reduce-scatter ... and free that bucket\"), not the bucket of a neighbouring unit — "
                              "units complete in the order backward makes their gradients ready", what, r, s,
                              S->live_param, S->live_bad, rl_grade_text_str(&units));
@@ -2020,8 +2020,8 @@ START_TEST(t_z2_pending)
         ck_assert_msg(S->red_rc != 0,
                       "%s, rank %d: the gradient of one parameter of unit %d never became ready in backward (its "
                       "grad-ready hook never fired), so that unit's bucket was never reduce-scattered; "
-                      "zero_finalize_grads returned 0 all the same. It must check that every unit's pending count is "
-                      "0 and return an error naming the unit that still waits (the incident of lecture 28: a bucket "
+                      "zero_finalize_grads returned 0 all the same. It must check that every unit's gradients all "
+                      "arrived and return an error naming the unit that still waits (the incident of lecture 28: a bucket "
                       "that never becomes ready)", rl_grade_text_str(&what), r, u);
         char mname[16];
         if (mu == c->mc.layers)
@@ -2047,7 +2047,7 @@ START_TEST(t_z2_pending)
     ck_assert_msg(d->res.launch_rc != RL_ERR_HANG,
                   "%s: after parameter %d was announced to the grad-ready hook twice in one backward the run hung "
                   "(the watchdog's report is below): the hook should have refused the second announcement (a unit "
-                  "whose count of pending gradients goes below 0 is an error, zero.h) on every rank alike",
+                  "announced more often than it has parameters is an error) on every rank alike",
                   rl_grade_text_str(&what2), d->dup_param);
     for (int r = 0; r < d->ranks; r++) {
         const rank_log *L = &d->res.rk[r];
@@ -2056,7 +2056,7 @@ START_TEST(t_z2_pending)
         ck_assert_msg((L->r.rc != 0 && L->r.rc != RL_ERR_ABORTED) || L->st[0].red_rc != 0,
                       "%s, rank %d: parameter %d (unit %d) was announced to the grad-ready hook twice in one "
                       "backward, and neither the hook nor zero_finalize_grads returned an error: a unit whose "
-                      "gradients arrive more often than it has parameters (its pending count below 0) is an "
+                      "gradients arrive more often than it has parameters is an "
                       "error (zero.h), else its bucket may be reduce-scattered twice or before it is complete",
                       rl_grade_text_str(&what2), r, d->dup_param, u);
     }

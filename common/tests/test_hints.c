@@ -28,7 +28,8 @@ static const char *const recipes29[] = {
     "K = k > 0 ? k", "optim /= n", "n % group", "e->rank*U->shard", "e->step++", "RL_SUM, 0)", "1.0f / e->n",
     "--U->pending", "e->last_reduced = u", "RL_SUM, RL_ASYNC)", "U->first_unit + U->nunits - 1",
     "zero3_gather(u + 1)", "zero3_gather(u - 1)", "w / group, w % group", "w % group, w / group", "W % group",
-    "1.0f / (e->n * R)", "the prefetch goes after it", "after u's", NULL,
+    "1.0f / (e->n * R)", "the prefetch goes after it", "after u's", "int pending;",
+    "int last_reduced;", "U->pending", NULL,
 };
 static const char *const recipes31[] = {
     "r % TP", "r / TP % CP", "lay->group[d][r]", "pending = op", "td_p2p(e, e->comms.pp, pending",

@@ -85,9 +85,10 @@ int zero_grad_ready(rl_param *p, void *arg)
      * order that is not always reverse registration order. The call that brings a unit's last
      * gradient launches that unit's reduce-scatter (RL_ASYNC, handle in U->reduce) into this
      * rank's piece of e->grad_shard. When it returns, at most one complete unit still holds a
-     * bucket — the one launched last (e->last_reduced); the one launched before it has been
+     * bucket — the one launched last; the one launched before it has been
      * released (its reduce-scatter complete, its gradients detached, its bucket freed, U->grad
-     * and U->reduce NULL). A unit announced more often than it has parameters is an error. */
+     * and U->reduce NULL). A unit announced more often than it has parameters is an error.
+     * What you remember between calls lives in e->scratch (all 0 between backwards): design it. */
     (void)p;
     return rl_error(e->ctx, RL_ERR_NOT_IMPLEMENTED,
                     "step 29.3 (ZeRO-2: reduce-scatter in the grad-ready hook) is not implemented yet — see "
@@ -97,7 +98,7 @@ int zero_grad_ready(rl_param *p, void *arg)
 int zero_finalize_grads(zero_engine *e)
 {
     /* TODO(29.3): after backward. When it returns every reduce-scatter has ended, every bucket
-     * is freed, the per-backward state (U->pending, e->last_reduced) is reset, and the pieces of
+     * is freed, e->scratch is all 0 again, and the pieces of
      * e->grad_shard hold the mean over every data-parallel rank. A unit still pending is an
      * error whose message names it ("unit 3" or "block2"), returned after the same clean-up.
      * TODO(29.5): HYBRID_SHARD (e->replica_comm != NULL): the mean is over every rank of every

@@ -93,7 +93,6 @@ typedef struct zero_unit {
     rl_work *gather;            /* stage 3 / HSDP: the all-gather filling `full`, until waited on */
     rl_tensor *grad;            /* stages 2, 3, HSDP: the unit's gradient bucket (NULL when none) */
     rl_work *reduce;            /* its reduce-scatter, until waited on */
-    int pending;                /* parameters whose gradient is not ready yet in this backward */
 } zero_unit;
 
 /* One rank's sharded data-parallel state (DeepSpeed's engine, FSDP's root module). */
@@ -118,7 +117,10 @@ typedef struct zero_engine {
     rl_tensor *grad_shard;      /* stages 2, 3, HSDP: bf16 [shard_numel], reduced gradient pieces */
     rl_tensor *master, *exp_avg, *exp_avg_sq; /* f32 [shard_numel]: fp32 master, Adam m and v */
     int64_t step;               /* optimizer steps taken (AdamW counts from 1) */
-    int last_reduced;           /* unit whose reduce-scatter was launched last in this backward (−1) */
+    int *scratch;               /* 29.3: what the hook and finalize remember within a backward is
+                                   yours to design: nscratch ints, all 0 after zero_engine_new,
+                                   and your zero_finalize_grads leaves them all 0 again */
+    int nscratch;               /* at least 2·nunits + 16 */
     rl_tensor **value_view, **grad_view; /* per model parameter: the views zero_point_* made (support) */
 } zero_engine;
 
@@ -170,20 +172,20 @@ int zero_all_gather_params(zero_engine *e);
 int zero_pre_backward(rl_unit *mu, void *arg);
 /* The grad-ready hook (stages 2, 3, HSDP), arg is the engine. Backward calls it once per
  * parameter, in the order it makes gradients ready — not always reverse registration order;
- * when the unit is complete (its count reaches 0, in this call: not at a particular
- * parameter) launch the reduce-scatter of its bucket into this rank's piece of e->grad_shard,
- * asynchronously (RL_ASYNC). When a call returns, at most two buckets are alive (no full
- * gradient buffer), and no bucket has been freed while its reduce-scatter may still run. A
- * unit whose gradients arrive more often than it has parameters (its count below 0) is an
- * error. */
+ * the call that completes a unit (whichever parameter it announces) launches the
+ * reduce-scatter of its bucket into this rank's piece of e->grad_shard, asynchronously
+ * (RL_ASYNC). When a call returns, at most two buckets are alive (no full gradient buffer),
+ * and no bucket has been freed while its reduce-scatter may still run. A unit whose gradients
+ * arrive more often than it has parameters is an error. What it remembers between calls is in
+ * e->scratch, yours to design. */
 int zero_grad_ready(rl_param *p, void *arg);
 /* After backward (stages 2, 3, HSDP): wait for every reduce-scatter still in flight, free
  * the buckets, [HSDP: all-reduce the pieces across e->replica_comm,] and turn the sums into
  * the mean over every data-parallel rank (n × the replicas; before or after the all-reduce).
  * Returns an error (any non-zero code; the reference uses RL_ERR_ARG) whose message names
  * the unit — by index ("unit 3") or by its model unit's name ("block2") — when a unit's
- * gradients did not all arrive in backward (pending != 0); even then it waits for and frees
- * every bucket. Resets the per-backward state (also after that error). With a replica
+ * gradients did not all arrive in backward; even then it waits for and frees every bucket.
+ * Leaves e->scratch all 0 (also after that error). With a replica
  * communicator of one rank (HSDP with group = world size) the all-reduce may be skipped;
  * one all-reduce of grad_shard or one per unit's piece: the same bytes. */
 int zero_finalize_grads(zero_engine *e);

@@ -89,8 +89,10 @@ static int build_units(zero_engine *e)
     e->offset_in_unit = calloc((size_t)m->nparams + 1, sizeof *e->offset_in_unit);
     e->value_view = calloc((size_t)m->nparams + 1, sizeof *e->value_view);
     e->grad_view = calloc((size_t)m->nparams + 1, sizeof *e->grad_view);
+    e->nscratch = 2 * nu + 16;
+    e->scratch = calloc((size_t)e->nscratch, sizeof *e->scratch);
     if (!e->units || !e->unit_of_model_unit || !e->unit_of_param || !e->offset_in_unit || !e->value_view ||
-        !e->grad_view)
+        !e->grad_view || !e->scratch)
         return rl_rank_out_of_memory(e->ctx, "needed the tables of %d parameters for the engine's units", m->nparams);
     e->nunits = nu;
     int next_param = 0;
@@ -117,7 +119,6 @@ static int build_units(zero_engine *e)
         U->shard = U->padded / e->n;
         U->flat_off = e->flat_numel;
         U->shard_off = e->shard_numel;
-        U->pending = U->nparams;
         e->flat_numel += U->padded;
         e->shard_numel += U->shard;
     }
@@ -194,7 +195,6 @@ zero_engine *zero_engine_new(rl_model *m, rl_comm *world, const zero_config *cfg
     e->cfg = *cfg;
     e->world = world;
     rl_comm_set_role(world, "dp"); /* (the traffic's name in the trace: ZeRO shards over the data-parallel ranks) */
-    e->last_reduced = -1;
     int rc = 0;
     if (cfg->stage == ZERO_HSDP) {
         rl_clear_error(ctx);
@@ -315,6 +315,7 @@ void zero_engine_free(zero_engine *e)
     free(e->offset_in_unit);
     free(e->value_view);
     free(e->grad_view);
+    free(e->scratch);
     free(e);
 }
 

@@ -142,14 +142,19 @@ int zero_pre_backward(rl_unit *mu, void *arg)
     return zero_point_grads(e, u, U->grad);
 }
 
+/* This backward's bookkeeping, in the engine's scratch (all 0 between backwards): per unit how
+ * many of its gradients are ready, and after them 1 + the unit launched last (0: none yet). */
+static int *ready_counts(zero_engine *e) { return e->scratch; }
+static int *last_launched(zero_engine *e) { return e->scratch + e->nunits; }
+
 int zero_grad_ready(rl_param *p, void *arg)
 {
     zero_engine *e = arg;
-    int u = e->unit_of_param[p->index];
+    int u = e->unit_of_param[p->index], *ready = ready_counts(e), *last = last_launched(e);
     zero_unit *U = &e->units[u];
-    if (--U->pending > 0)
+    if (++ready[u] < U->nparams)
         return 0;
-    if (U->pending < 0 || !U->grad)
+    if (ready[u] > U->nparams || !U->grad)
         return rl_error(e->ctx, RL_ERR_ARG, "zero: unit %d's gradients became ready twice or without a bucket", u);
     rl_tensor *mine = rl_tensor_slice(e->grad_shard, U->shard_off, U->shard);
     rl_set_tag(e->ctx, RL_TAG_BUCKET, u);
@@ -159,8 +164,8 @@ int zero_grad_ready(rl_param *p, void *arg)
     if (!U->reduce)
         return RL_ERR_ARG;
     /* at most two buckets alive: the one just launched and the one still travelling */
-    int rc = e->last_reduced >= 0 ? release_bucket(e, e->last_reduced) : 0;
-    e->last_reduced = u;
+    int rc = *last ? release_bucket(e, *last - 1) : 0;
+    *last = u + 1;
     return rc;
 }
 
@@ -170,13 +175,11 @@ int zero_finalize_grads(zero_engine *e)
     for (int u = 0; u < e->nunits; u++) {
         int st = release_bucket(e, u);
         rc = rc ? rc : st;
-        if (!rc && e->units[u].pending != 0)
+        if (!rc && ready_counts(e)[u] != e->units[u].nparams)
             rc = rl_error(e->ctx, RL_ERR_ARG, "zero: unit %d still waits for %d gradient(s) after backward", u,
-                          e->units[u].pending);
+                          e->units[u].nparams - ready_counts(e)[u]);
     }
-    for (int u = 0; u < e->nunits; u++)
-        e->units[u].pending = e->units[u].nparams;
-    e->last_reduced = -1;
+    memset(e->scratch, 0, (size_t)e->nscratch * sizeof *e->scratch);
     if (!rc && e->replica_comm && rl_comm_size(e->replica_comm) > 1)
         rc = rl_all_reduce(e->replica_comm, e->grad_shard, e->grad_shard, RL_SUM, 0) ? 0 : RL_ERR_ARG;
     if (!rc && dp_size(e) > 1)

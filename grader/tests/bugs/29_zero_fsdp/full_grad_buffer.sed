@@ -2,4 +2,4 @@
 # gradient buffer, 2Ψ bytes) instead of freeing each once its reduce-scatter is done.
 # step: 29.3
 # caught-by: gradient memory 2psi/N + buckets, no full buffer
-s|int rc = e->last_reduced >= 0 ? release_bucket(e, e->last_reduced) : 0;|int rc = 0;|
+s|int rc = \*last ? release_bucket(e, \*last - 1) : 0;|int rc = 0;|

@@ -4,4 +4,4 @@
 # up until finalize (no wrong value, but more than two buckets alive).
 # step: 29.3
 # caught-by: the hook: launch at a unit's last gradient, release the bucket launched before
-s|    int rc = e->last_reduced >= 0 ? release_bucket(e, e->last_reduced) : 0;|    int rc = u + 1 < e->nunits \&\& e->units[u + 1].reduce ? release_bucket(e, u + 1) : 0;|
+s|    int rc = \*last ? release_bucket(e, \*last - 1) : 0;|    int rc = u + 1 < e->nunits \&\& e->units[u + 1].reduce ? release_bucket(e, u + 1) : 0;|

@@ -3,4 +3,4 @@
 # become ready out of order it frees a bucket that is still being filled.
 # step: 29.3
 # caught-by: parameters = baseline, gradients ready out of order
-s|    int rc = e->last_reduced >= 0 ? release_bucket(e, e->last_reduced) : 0;|    int rc = u + 1 < e->nunits ? release_bucket(e, u + 1) : 0;|
+s|    int rc = \*last ? release_bucket(e, \*last - 1) : 0;|    int rc = u + 1 < e->nunits ? release_bucket(e, u + 1) : 0;|
