@@ -25,7 +25,8 @@ typedef enum {
 int rl_error(rl_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Host memory ran out in a rank: the message goes to ctx's error and, in a rank thread, stops the
  * world with "rank R: out of memory: ..." and ends the thread (the others would wait for it);
- * elsewhere it returns RL_ERR_NOMEM. */
+ * elsewhere it returns RL_ERR_NOMEM. The runtime's and the labs' given code use it; a lab
+ * file reports a failed allocation with rl_error(ctx, RL_ERR_NOMEM, ...). */
 int rl_rank_out_of_memory(rl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The runtime's own bookkeeping (communicator tables, work items, split members): allocates
  * n × size zeroed bytes, or, when even that fails, prints "ringlab: out of memory: needed N

@@ -93,7 +93,7 @@ typedef struct ddp_reducer {
     int *scratch;               /* what the hook and finalize remember within a backward is yours
                                    to design: nscratch ints, all 0 after ddp_reducer_new and
                                    after every ddp_reducer_reset */
-    int nscratch;               /* at least 2·(plan.nparams + plan.nbuckets) + 16 */
+    int nscratch;               /* at least 4·(plan.nparams + plan.nbuckets) + 64 */
     /* no_sync (28.4) */
     int require_sync;           /* 1: this backward all-reduces; 0: inside no_sync, only accumulate */
 } ddp_reducer;

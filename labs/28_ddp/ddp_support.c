@@ -120,7 +120,7 @@ ddp_reducer *ddp_reducer_new(rl_model *m, rl_comm *comm, double bucket_cap_mb, d
     int nb = r->plan.nbuckets;
     r->bucket_buf = calloc((size_t)nb + 1, sizeof *r->bucket_buf);
     r->work = calloc((size_t)nb + 1, sizeof *r->work);
-    r->nscratch = 2 * (n + nb) + 16;
+    r->nscratch = 4 * (n + nb) + 64;
     r->scratch = calloc((size_t)r->nscratch, sizeof *r->scratch);
     if (!r->bucket_buf || !r->work || !r->scratch) {
         rl_error(ctx, RL_ERR_NOMEM, "ddp_reducer_new: out of memory for the reducer's tables (%d buckets)", nb);

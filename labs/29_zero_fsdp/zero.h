@@ -120,7 +120,7 @@ typedef struct zero_engine {
     int *scratch;               /* 29.3: what the hook and finalize remember within a backward is
                                    yours to design: nscratch ints, all 0 after zero_engine_new,
                                    and your zero_finalize_grads leaves them all 0 again */
-    int nscratch;               /* at least 2·nunits + 16 */
+    int nscratch;               /* at least 4·nunits + 64 */
     rl_tensor **value_view, **grad_view; /* per model parameter: the views zero_point_* made (support) */
 } zero_engine;
 

@@ -89,7 +89,7 @@ static int build_units(zero_engine *e)
     e->offset_in_unit = calloc((size_t)m->nparams + 1, sizeof *e->offset_in_unit);
     e->value_view = calloc((size_t)m->nparams + 1, sizeof *e->value_view);
     e->grad_view = calloc((size_t)m->nparams + 1, sizeof *e->grad_view);
-    e->nscratch = 2 * nu + 16;
+    e->nscratch = 4 * nu + 64;
     e->scratch = calloc((size_t)e->nscratch, sizeof *e->scratch);
     if (!e->units || !e->unit_of_model_unit || !e->unit_of_param || !e->offset_in_unit || !e->value_view ||
         !e->grad_view || !e->scratch)
