@@ -2089,9 +2089,11 @@ static void check_bucket_order(const ddp_case *c, const rl_trace *t, const char 
                               "\"bucket order, one all-reduce per bucket per "
                               "backward\")", what, r, s, b, ev[b]->bytes, b,
                               (long long)c->res.bucket_bytes[b]);
-                ck_assert_msg(ev[b]->tags[RL_TAG_BUCKET] == -1 || ev[b]->tags[RL_TAG_BUCKET] == b,
-                              "%s: rank %d, step %d: all-reduce #%d is tagged bucket %d", what, r, s, b,
-                              ev[b]->tags[RL_TAG_BUCKET]);
+                ck_assert_msg(ev[b]->tags[RL_TAG_BUCKET] == b,
+                              "%s: rank %d, step %d: all-reduce #%d (bucket %d's) carries the bucket tag %d (-1: "
+                              "none): the hook tags each launch with its bucket (README 28.3: \"tagged with its bucket "
+                              "(`rl_set_tag(ctx, RL_TAG_BUCKET, b)`, cleared afterwards)\"), which the timeline and "
+                              "the narration use", what, r, s, b, b, ev[b]->tags[RL_TAG_BUCKET]);
             }
             /* the bucket tag marks the all-reduce only: backward's kernels after a launch carry none */
             for (size_t i = 0; i < t->n; i++) {
